@@ -1,0 +1,1 @@
+"""Checkers over the spec and the engine, and the command line."""
