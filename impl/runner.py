@@ -1,0 +1,221 @@
+"""The model runner: per-layer paged KV pools and one batched forward pass over many sequences.
+
+The scheduler owns page allocation; the runner owns the pools and turns a list of ``SeqChunk``
+(each a sequence's new tokens, its start position and its block table) into the logits of each
+chunk's last token. Prefill chunks and single-token decodes of different sequences go through the
+model as one packed row of tokens, so every matmul sees the whole batch; only attention is split:
+
+- all single-token decodes form one padded batch (keys gathered from their pages, padding masked);
+- each multi-token prefill chunk attends over its own gathered pages with a causal mask.
+
+Why gather rather than a paged kernel: MLX has no paged-attention kernel on CPU, and gathering
+a sequence's slots with one ``take`` per layer costs little next to the projections (measured in
+BENCHMARKS.md). Why decodes padded together but prefills apart: a decode's query row is cheap, so
+padding the batch to the longest sequence costs little, while padding a 512-token prefill to share a
+batch with decodes (or vice versa) would multiply the attention work.
+
+All MLX evaluation of the engine happens here, in ``forward`` (one ``mx.eval`` per pass).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flightcheck.impl.blas import mx
+from flightcheck.impl.llama import Model
+
+PAGE_SIZE = 16
+
+
+@dataclass(frozen=True)
+class SeqChunk:
+    """One sequence's share of a forward pass.
+
+    ``token_ids`` are computed at positions ``start_pos ..``; ``block_table[k]`` is the page holding
+    positions ``[16k, 16k + 16)`` and must cover every position up to ``end_pos``.
+    """
+
+    token_ids: list[int]
+    start_pos: int
+    block_table: list[int]
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def end_pos(self) -> int:
+        return self.start_pos + len(self.token_ids)
+
+
+@dataclass
+class _PrefillGroup:
+    row_start: int
+    row_end: int
+    gather_slots: mx.array  # [end_pos] slot of every position of the sequence
+    mask: mx.array | None  # [n, end_pos] bool, lower-right causal; None for one token
+
+
+@dataclass
+class _DecodeGroup:
+    num_rows: int  # decodes occupy the first rows of the packed batch
+    gather_slots: mx.array  # [Bd, Lmax], padded with slot 0
+    mask: mx.array  # [Bd, 1, 1, Lmax] bool, False on padding
+
+
+class _BatchPlan:
+    """Index arrays shared by every layer of one forward pass (built once, on the host)."""
+
+    def __init__(self, chunks: list[SeqChunk], page_size: int):
+        # Decodes first, then prefills: each group's rows are contiguous in the packed batch.
+        order = sorted(range(len(chunks)), key=lambda i: chunks[i].num_tokens > 1)
+        token_ids: list[int] = []
+        positions: list[int] = []
+        write_slots: list[int] = []
+        last_rows = [0] * len(chunks)
+        decode_slots: list[list[int]] = []
+        self.prefills: list[_PrefillGroup] = []
+        for i in order:
+            chunk = chunks[i]
+            slots = [chunk.block_table[p // page_size] * page_size + p % page_size for p in range(chunk.end_pos)]
+            row_start = len(token_ids)
+            token_ids.extend(chunk.token_ids)
+            positions.extend(range(chunk.start_pos, chunk.end_pos))
+            write_slots.extend(slots[chunk.start_pos:])
+            last_rows[i] = len(token_ids) - 1
+            if chunk.num_tokens == 1:
+                decode_slots.append(slots)
+            else:
+                q_pos = mx.arange(chunk.start_pos, chunk.end_pos)[:, None]
+                mask = q_pos >= mx.arange(chunk.end_pos)[None, :]
+                self.prefills.append(_PrefillGroup(row_start, len(token_ids), mx.array(slots, dtype=mx.int32), mask))
+        self.decode: _DecodeGroup | None = None
+        if decode_slots:
+            width = max(len(s) for s in decode_slots)
+            padded = [s + [0] * (width - len(s)) for s in decode_slots]
+            valid = [[True] * len(s) + [False] * (width - len(s)) for s in decode_slots]
+            self.decode = _DecodeGroup(len(decode_slots), mx.array(padded, dtype=mx.int32),
+                                       mx.array(valid)[:, None, None, :])
+        self.token_ids = mx.array(token_ids, dtype=mx.int32)[None]
+        self.positions = mx.array(positions, dtype=mx.int32)
+        self.write_slots = mx.array(write_slots, dtype=mx.int32)
+        self.last_rows = mx.array(last_rows, dtype=mx.int32)
+
+
+class _PagedLayerCache:
+    """``LayerCache`` over one layer's pools for one forward pass (see llama.LayerCache)."""
+
+    def __init__(self, runner: "ModelRunner", layer: int, plan: _BatchPlan):
+        self.runner, self.layer, self.plan = runner, layer, plan
+
+    def rotate(self, x: mx.array, dims: int, base: float) -> mx.array:
+        # [1, heads, T, d] -> [T, heads, 1, d]: every token is its own "batch" row with its own offset.
+        per_token = x.transpose(2, 1, 0, 3)
+        rotated = mx.fast.rope(per_token, dims, traditional=True, base=base, scale=1.0, offset=self.plan.positions)
+        return rotated.transpose(2, 1, 0, 3)
+
+    def attend(self, queries: mx.array, keys: mx.array, values: mx.array, scale: float) -> mx.array:
+        plan, runner = self.plan, self.runner
+        # Write first: every new token's K/V goes to its slot, so the gathers below see it.
+        k_pool = runner.k_pools[self.layer]
+        v_pool = runner.v_pools[self.layer]
+        k_pool[plan.write_slots] = keys[0].transpose(1, 0, 2)
+        v_pool[plan.write_slots] = values[0].transpose(1, 0, 2)
+        runner.k_pools[self.layer] = k_pool
+        runner.v_pools[self.layer] = v_pool
+        outs = []
+        if plan.decode is not None:
+            group = plan.decode
+            q = queries[:, :, : group.num_rows].transpose(2, 1, 0, 3)  # [Bd, H, 1, d]
+            k = k_pool[group.gather_slots].transpose(0, 2, 1, 3)  # [Bd, Hkv, Lmax, d]
+            v = v_pool[group.gather_slots].transpose(0, 2, 1, 3)
+            out = mx.fast.scaled_dot_product_attention(q, k, v, scale=scale, mask=group.mask)
+            outs.append(out.transpose(2, 1, 0, 3))
+        for group in plan.prefills:
+            q = queries[:, :, group.row_start: group.row_end]
+            k = k_pool[group.gather_slots].transpose(1, 0, 2)[None]  # [1, Hkv, L, d]
+            v = v_pool[group.gather_slots].transpose(1, 0, 2)[None]
+            outs.append(mx.fast.scaled_dot_product_attention(q, k, v, scale=scale, mask=group.mask))
+        return outs[0] if len(outs) == 1 else mx.concatenate(outs, axis=2)
+
+
+class ModelRunner:
+    """Owns the per-layer KV pools of ``num_pages`` pages and runs batched forward passes.
+
+    For example::
+
+        runner = ModelRunner(tiny_model(), num_pages=64)
+        logits = runner.forward([SeqChunk([1, 2, 3], 0, [0]), SeqChunk([7], 20, [5, 6])])
+    """
+
+    def __init__(self, model: Model, num_pages: int, page_size: int = PAGE_SIZE, kv_dtype: mx.Dtype = mx.float32):
+        if num_pages < 1:
+            raise ValueError(f"num_pages must be at least 1, got {num_pages}")
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, got {page_size}")
+        self.model = model
+        self.num_pages = num_pages
+        self.page_size = page_size
+        args = model.args
+        self.vocab_size = args.vocab_size
+        self.max_positions = args.max_position_embeddings
+        shape = (num_pages * page_size, args.num_key_value_heads, args.head_dim)
+        self.k_pools = [mx.zeros(shape, dtype=kv_dtype) for _ in range(args.num_hidden_layers)]
+        self.v_pools = [mx.zeros(shape, dtype=kv_dtype) for _ in range(args.num_hidden_layers)]
+        mx.eval(self.k_pools, self.v_pools)
+
+    @property
+    def kv_bytes(self) -> int:
+        return sum(p.nbytes for p in self.k_pools) + sum(p.nbytes for p in self.v_pools)
+
+    def validate(self, chunks: list[SeqChunk]) -> None:
+        """Raises ValueError naming the chunk and field at fault; nothing is written on failure."""
+        if not chunks:
+            raise ValueError("forward needs at least one SeqChunk")
+        written: dict[int, int] = {}
+        for i, c in enumerate(chunks):
+            if not c.token_ids:
+                raise ValueError(f"chunk {i}: token_ids is empty")
+            if c.start_pos < 0:
+                raise ValueError(f"chunk {i}: start_pos {c.start_pos} is negative")
+            if c.end_pos > self.max_positions:
+                raise ValueError(f"chunk {i}: end position {c.end_pos} exceeds the context ({self.max_positions})")
+            bad = [t for t in c.token_ids if not 0 <= t < self.vocab_size]
+            if bad:
+                raise ValueError(f"chunk {i}: token id {bad[0]} outside the vocabulary [0, {self.vocab_size})")
+            needed = -(-c.end_pos // self.page_size)
+            if len(c.block_table) < needed:
+                raise ValueError(f"chunk {i}: block_table has {len(c.block_table)} pages, positions up to "
+                                 f"{c.end_pos} need {needed}")
+            bad = [p for p in c.block_table[:needed] if not 0 <= p < self.num_pages]
+            if bad:
+                raise ValueError(f"chunk {i}: page id {bad[0]} outside the pool [0, {self.num_pages})")
+            for pos in range(c.start_pos, c.end_pos):
+                slot = c.block_table[pos // self.page_size] * self.page_size + pos % self.page_size
+                if slot in written:
+                    raise ValueError(f"chunk {i}: position {pos} writes page {slot // self.page_size} slot "
+                                     f"{slot % self.page_size}, also written by chunk {written[slot]}")
+                written[slot] = i
+
+    def forward(self, chunks: list[SeqChunk]) -> mx.array:
+        """Writes the chunks' K/V into their pages and returns float32 logits [len(chunks), vocab]
+        of each chunk's last token, evaluated."""
+        self.validate(chunks)
+        plan = _BatchPlan(chunks, self.page_size)
+        caches = [_PagedLayerCache(self, i, plan) for i in range(len(self.k_pools))]
+        hidden = self.model.hidden(plan.token_ids, caches)
+        logits = self.model.head(hidden[0, plan.last_rows]).astype(mx.float32)
+        mx.eval(logits, self.k_pools, self.v_pools)
+        return logits
+
+    def copy_page(self, src: int, dst: int) -> None:
+        """Copies page ``src``'s K/V into page ``dst`` in every layer (copy-on-write helper)."""
+        for p in (src, dst):
+            if not 0 <= p < self.num_pages:
+                raise ValueError(f"page id {p} outside the pool [0, {self.num_pages})")
+        s, d = src * self.page_size, dst * self.page_size
+        for pools in (self.k_pools, self.v_pools):
+            for i, pool in enumerate(pools):
+                pool[d: d + self.page_size] = pool[s: s + self.page_size]
+                pools[i] = pool
+        mx.eval(self.k_pools, self.v_pools)
