@@ -1,0 +1,86 @@
+"""Per-request sampling: temperature, top-p, a seed per request, max tokens, EOS and stop strings.
+
+Sampling runs on the host (NumPy) on the one row of logits that each request gets per step, so each
+request draws from its own generator: a follower samples its own output with its own settings even
+though it shares the leader's prompt pages.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from flightcheck.impl.errors import InvalidSamplingError
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingParams:
+    """How one request picks its tokens. ``temperature=0`` is greedy (argmax).
+
+    ``seed=None`` derives the seed from the engine seed and the request id, so runs are repeatable.
+    ``stop`` strings end the output when its decoded text contains one (the text is cut before it).
+    ``ignore_eos`` keeps generating past an end-of-sequence token (benchmarks use it for fixed lengths).
+    """
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    max_tokens: int = 16
+    stop: tuple[str, ...] = ()
+    ignore_eos: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.stop, str):
+            raise InvalidSamplingError(f"sampling.stop must be a list of strings, got the string {self.stop!r}")
+        object.__setattr__(self, "stop", tuple(self.stop))
+        self.validate()
+
+    def validate(self) -> None:
+        """Raises ``InvalidSamplingError`` naming the first field out of range."""
+        t = self.temperature
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+            raise InvalidSamplingError(f"sampling.temperature must be a finite number >= 0, got {t!r}")
+        p = self.top_p
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not (0 < p <= 1):
+            raise InvalidSamplingError(f"sampling.top_p must be in (0, 1], got {p!r}")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0):
+            raise InvalidSamplingError(f"sampling.seed must be None or an integer >= 0, got {self.seed!r}")
+        m = self.max_tokens
+        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+            raise InvalidSamplingError(f"sampling.max_tokens must be an integer >= 1, got {m!r}")
+        for s in self.stop:
+            if not isinstance(s, str) or not s:
+                raise InvalidSamplingError(f"sampling.stop entries must be non-empty strings, got {s!r}")
+
+
+class Sampler:
+    """One request's token picker, holding its own random generator."""
+
+    def __init__(self, params: SamplingParams, default_seed: int | tuple[int, ...]) -> None:
+        self.params = params
+        self.rng = np.random.default_rng(params.seed if params.seed is not None else default_seed)
+
+    def sample(self, logits: np.ndarray) -> int:
+        """Picks the next token from one row of logits [vocab]."""
+        if self.params.temperature == 0:
+            return int(np.argmax(logits))
+        scaled = logits.astype(np.float64) / self.params.temperature
+        probs = np.exp(scaled - scaled.max())
+        probs /= probs.sum()
+        if self.params.top_p < 1.0:
+            order = np.argsort(-probs, kind="stable")
+            cumulative = np.cumsum(probs[order])
+            # Keep the smallest head of the distribution whose mass reaches top_p (at least one token).
+            num_kept = int(np.searchsorted(cumulative, self.params.top_p)) + 1
+            kept = order[:num_kept]
+            kept_probs = probs[kept] / probs[kept].sum()
+            return int(kept[self.rng.choice(num_kept, p=kept_probs)])
+        return int(self.rng.choice(len(probs), p=probs))
+
+
+def find_stop(text: str, stop: tuple[str, ...]) -> int | None:
+    """Index where the earliest stop string starts in ``text``, or None."""
+    hits = [i for i in (text.find(s) for s in stop) if i >= 0]
+    return min(hits) if hits else None

@@ -1,0 +1,367 @@
+"""Continuous batching over the page pool, the prefix cache and the coordinator.
+
+One ``step`` is one batched forward pass: admit what fits, give every decoding request one token and
+the prefilling requests their next chunk under the step's prefill budget (whole pages), run the model
+once, then per request: record the prefill/decode, publish completed pages (incremental policy),
+release its flight if the release point is reached, and finish it if it is done.
+
+Every mutation is a guard/command pair named after the spec's action (``can_admit``/``admit``,
+``can_prefill``/``prefill``, ``can_publish``/``publish``, ``can_release``/``release``, ``decode``,
+``finish``, ``abort``, ``can_evict``/``evict``), and every command emits its event, so the event log
+is the sequence of spec actions the engine took.
+
+Memory: admission reserves every page a request may still need (prompt plus max_tokens, minus its
+hits) against the free and evictable pages, so a running request never waits for memory and nothing
+needs preemption; eviction happens only when an allocation finds the free list short.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from flightcheck.impl.config import EngineConfig
+from flightcheck.impl.coordinator import Coordinator
+from flightcheck.impl.errors import UnknownRequestError
+from flightcheck.impl.events import EventLog
+from flightcheck.impl.pages import PagePool
+from flightcheck.impl.request import Phase, Request
+from flightcheck.impl.runner import SeqChunk
+from flightcheck.impl.sampling import find_stop
+
+
+@dataclass(slots=True)
+class Counters:
+    """What a user of the engine wants to know about reuse and coordination."""
+
+    num_steps: int = 0
+    num_forward_passes: int = 0
+    num_prefill_tokens: int = 0        # prompt tokens actually computed
+    num_decode_tokens: int = 0
+    prefix_lookups: int = 0            # admissions that consulted the prefix cache
+    prefix_hits: int = 0               # ... of which found at least one page
+    hit_pages: int = 0
+    recovered_tokens: int = 0
+    pages_published: int = 0           # pages that entered the cache (deduplicated ones not counted)
+    pages_deduplicated: int = 0
+    pages_evicted: int = 0
+    flights_opened: int = 0
+    followers_released: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(slots=True)
+class _Work:
+    request: Request
+    chunk: SeqChunk
+    num_units: int = 0  # prefill units (0 for a decode)
+
+
+class Scheduler:
+    def __init__(self, runner, config: EngineConfig, events: EventLog, *, eos_token_ids: frozenset[int] = frozenset(),
+                 detokenize: Callable[[list[int]], str] | None = None) -> None:
+        self.runner = runner
+        self.config = config
+        self.events = events
+        self.eos_token_ids = eos_token_ids
+        self.detokenize = detokenize
+        self.page_size: int = runner.page_size
+        self.pool = PagePool(runner.num_pages, runner.page_size)
+        self.coordinator = Coordinator(config.coordination)
+        self.requests: dict[int, Request] = {}
+        self.waiting: deque[Request] = deque()
+        self.running: list[Request] = []
+        self.counters = Counters()
+
+    # --- queries -------------------------------------------------------------------------------
+    @property
+    def num_running(self) -> int:
+        return len(self.running)
+
+    @property
+    def num_reserved(self) -> int:
+        return sum(r.num_pages_reserved for r in self.running)
+
+    def has_unfinished(self) -> bool:
+        return any(r.phase.is_live for r in self.requests.values())
+
+    def live(self, request_id: int) -> Request:
+        request = self.requests.get(request_id)
+        if request is None or not request.phase.is_live:
+            raise UnknownRequestError(request_id, "never submitted" if request is None else f"already {request.phase.value}")
+        return request
+
+    # --- arrive --------------------------------------------------------------------------------
+    def arrive(self, request: Request) -> None:
+        """Registers a validated request: the coordinator decides lead / follow / solo."""
+        decision = self.coordinator.arrive(request.request_id, request.token_ids)
+        request.role, request.flight_id = decision.role, decision.flight_id
+        request.phase = Phase.BLOCKED if decision.role == "follower" else Phase.WAITING
+        self.requests[request.request_id] = request
+        if decision.role == "leader":
+            self.counters.flights_opened += 1
+        if request.phase is Phase.WAITING:
+            self.waiting.append(request)
+        self.events.emit("arrive", request=request.request_id, role=request.role, flight=request.flight_id,
+                         input=request.input_key, num_tokens=request.num_tokens)
+
+    # --- admit ---------------------------------------------------------------------------------
+    def _lookup(self, request: Request) -> list[int]:
+        if not self.config.prefix_caching:
+            return []
+        return self.pool.lookup(request.token_ids, request.page_keys)
+
+    def can_admit(self) -> bool:
+        """The head of the waiting queue fits: capacity left, and every page it may need is reservable."""
+        if not self.waiting or self.num_running >= self.config.max_running:
+            return False
+        request = self.waiting[0]
+        hit_ids = self._lookup(request)
+        num_unreferenced_hits = sum(1 for p in hit_ids if self.pool.pages[p].ref_count == 0)
+        num_needed = request.num_lifetime_pages - len(hit_ids)
+        return self.pool.num_available - num_unreferenced_hits - self.num_reserved >= num_needed
+
+    def admit(self) -> Request:
+        assert self.can_admit()
+        request = self.waiting.popleft()
+        hit_ids = self._lookup(request)
+        self.pool.acquire(hit_ids)
+        request.block_table = list(hit_ids)
+        request.num_hit_pages = request.num_published = len(hit_ids)
+        request.num_computed = len(hit_ids) * self.page_size
+        request.num_pages_reserved = request.num_lifetime_pages - len(hit_ids)
+        request.phase = Phase.PREFILL
+        self.running.append(request)
+        if self.config.prefix_caching:
+            self.counters.prefix_lookups += 1
+            self.counters.prefix_hits += bool(hit_ids)
+            self.counters.hit_pages += len(hit_ids)
+            self.counters.recovered_tokens += request.recovered_tokens
+        self.events.emit("admit", request=request.request_id, hit_pages=len(hit_ids),
+                         recovered_tokens=request.recovered_tokens)
+        return request
+
+    # --- memory --------------------------------------------------------------------------------
+    def can_evict(self) -> bool:
+        return self.pool.can_evict()
+
+    def evict(self) -> None:
+        eviction = self.pool.evict()
+        self.counters.pages_evicted += 1
+        self.events.emit("evict", page_id=eviction.page_id, index=eviction.index, key=eviction.key)
+
+    def _allocate(self, request: Request, num: int) -> None:
+        assert num <= request.num_pages_reserved, "allocation beyond the admission reservation"
+        while not self.pool.can_allocate(num):
+            self.evict()
+        request.block_table.extend(self.pool.allocate(num))
+        request.num_pages_reserved -= num
+
+    # --- prefill -------------------------------------------------------------------------------
+    def can_prefill(self, request: Request) -> bool:
+        return request.phase is Phase.PREFILL and not request.is_held
+
+    def _plan_prefill(self, request: Request, budget_units: int) -> _Work:
+        first_page = request.num_computed // self.page_size
+        num_left_units = -(-(request.num_tokens - request.num_computed) // self.page_size)
+        num_units = min(num_left_units, budget_units)
+        end = min(request.num_tokens, (first_page + num_units) * self.page_size)
+        num_new_pages = -(-end // self.page_size) - len(request.block_table)
+        self._allocate(request, num_new_pages)
+        chunk = SeqChunk(list(request.token_ids[request.num_computed:end]), request.num_computed, list(request.block_table))
+        return _Work(request, chunk, num_units)
+
+    def prefill(self, work: _Work, logits: np.ndarray) -> None:
+        """Records a computed chunk; the last chunk samples the first token (phase -> decode)."""
+        request, chunk = work.request, work.chunk
+        request.num_computed = chunk.end_pos
+        self.counters.num_prefill_tokens += chunk.num_tokens
+        is_last = request.is_prefill_done
+        self.events.emit("prefill", request=request.request_id, first_page=chunk.start_pos // self.page_size,
+                         num_units=work.num_units, num_tokens=chunk.num_tokens, first_token=is_last)
+        if is_last:
+            request.phase = Phase.DECODE
+            request.first_token_time = time.perf_counter()
+            request.output_token_ids.append(request.sampler.sample(logits))
+
+    # --- decode --------------------------------------------------------------------------------
+    def _plan_decode(self, request: Request) -> _Work:
+        position = request.num_computed
+        if position // self.page_size == len(request.block_table):
+            self._allocate(request, 1)
+        chunk = SeqChunk([request.output_token_ids[-1]], position, list(request.block_table))
+        return _Work(request, chunk)
+
+    def decode(self, work: _Work, logits: np.ndarray) -> None:
+        request = work.request
+        request.num_computed += 1
+        token = request.sampler.sample(logits)
+        request.output_token_ids.append(token)
+        self.counters.num_decode_tokens += 1
+        self.events.emit("decode", request=request.request_id, token=token)
+
+    # --- publish -------------------------------------------------------------------------------
+    def _num_publishable(self, request: Request) -> int:
+        return min(request.num_shareable, request.num_computed // self.page_size) - request.num_published
+
+    def can_publish(self, request: Request) -> bool:
+        """Incremental: completed shareable pages wait; on-completion: only a flight leader under release
+        after-prefill, once its prefill is complete (its followers' early release needs the pages)."""
+        if not self.config.prefix_caching or self._num_publishable(request) <= 0:
+            return False
+        if self.config.publication == "incremental":
+            return True
+        return (request.role == "leader" and self.config.release == "after-prefill"
+                and request.is_prefill_done and request.flight_id in self.coordinator.flights)
+
+    def publish(self, request: Request) -> None:
+        assert self.can_publish(request)
+        self.events.emit("publish", request=request.request_id, pages=self._publish_pages(request))
+
+    def _publish_pages(self, request: Request) -> list[dict]:
+        published = []
+        end = request.num_published + max(0, self._num_publishable(request))
+        for index in range(request.num_published, end):
+            key = request.page_keys[index]
+            parent = request.page_keys[index - 1] if index else None
+            tokens = request.token_ids[index * self.page_size:(index + 1) * self.page_size]
+            page_id = self.pool.publish(request.block_table[index], key, parent, tokens, index)
+            if page_id != request.block_table[index]:
+                self.counters.pages_deduplicated += 1
+            else:
+                self.counters.pages_published += 1
+            request.block_table[index] = page_id
+            published.append({"index": index, "key": key})
+        request.num_published = end
+        return published
+
+    # --- release -------------------------------------------------------------------------------
+    def can_release(self, flight_id: int) -> bool:
+        """After-prefill: the leader's prefill is done and all its shareable pages are published;
+        any release point: the leader has terminated (then ``release`` is called at once)."""
+        flight = self.coordinator.flights.get(flight_id)
+        if flight is None:
+            return False
+        if not flight.is_leader_live:
+            return True
+        leader = self.requests[flight.leader_request_id]
+        return (self.config.release == "after-prefill" and leader.is_prefill_done
+                and leader.num_published >= leader.num_shareable)
+
+    def release(self, flight_id: int, reason: str) -> None:
+        assert self.can_release(flight_id)
+        leader_id = self.coordinator.flights[flight_id].leader_request_id
+        follower_ids = self.coordinator.release(flight_id)
+        self._unblock(follower_ids)
+        self.events.emit("release", flight=flight_id, leader=leader_id, followers=follower_ids, reason=reason)
+
+    def _unblock(self, follower_ids: list[int]) -> None:
+        for request_id in follower_ids:
+            follower = self.requests[request_id]
+            follower.phase = Phase.WAITING
+            self.waiting.append(follower)
+        self.counters.followers_released += len(follower_ids)
+
+    def _release_waited_out(self) -> None:
+        """The optional follower wait bound: a follower blocked too long is released alone."""
+        bound = self.config.follower_wait_bound
+        for flight_id, flight in list(self.coordinator.flights.items()):
+            for request_id in list(flight.follower_request_ids):
+                follower = self.requests[request_id]
+                follower.num_wait_steps += 1
+                if bound is not None and follower.num_wait_steps > bound:
+                    self.coordinator.release_follower(flight_id, request_id)
+                    self._unblock([request_id])
+                    self.events.emit("release", flight=flight_id, leader=flight.leader_request_id,
+                                     followers=[request_id], reason="wait-bound")
+
+    # --- finish / abort ------------------------------------------------------------------------
+    def finish_reason(self, request: Request) -> str | None:
+        """EOS, a stop string, or length (max_tokens or the end of the context), else None."""
+        token = request.output_token_ids[-1]
+        if token in self.eos_token_ids and not request.sampling.ignore_eos:
+            return "eos"
+        if request.sampling.stop and find_stop(self.detokenize(request.output_token_ids), request.sampling.stop) is not None:
+            return "stop"
+        if len(request.output_token_ids) >= request.sampling.max_tokens or request.num_computed >= request.max_positions:
+            return "length"
+        return None
+
+    def finish(self, request: Request, reason: str) -> None:
+        """Publishes what remains (on-completion policy), drops the references, terminates."""
+        assert request.phase is Phase.DECODE
+        published = self._publish_pages(request) if self.config.prefix_caching else []
+        self._drop_pages(request)
+        request.phase, request.finish_reason, request.finish_time = Phase.FINISHED, reason, time.perf_counter()
+        termination = self.coordinator.terminate(request.request_id)
+        self.events.emit("finish", request=request.request_id, reason=reason, published=published)
+        if termination.kind == "leader":
+            self.release(termination.flight_id, "on-completion")
+
+    def abort(self, request_id: int) -> None:
+        """A client cancel in any live phase; unknown or terminated IDs raise with nothing changed."""
+        request = self.live(request_id)
+        assert self.coordinator.is_known(request_id)
+        phase = request.phase
+        if phase is Phase.WAITING:
+            self.waiting.remove(request)
+        elif phase in (Phase.PREFILL, Phase.DECODE):
+            self._drop_pages(request)
+        request.phase, request.finish_reason, request.finish_time = Phase.ABORTED, "abort", time.perf_counter()
+        termination = self.coordinator.terminate(request_id)
+        self.events.emit("abort", request=request_id, phase=phase.value)
+        if termination.kind == "leader":
+            self.release(termination.flight_id, "leader-aborted")
+
+    def _drop_pages(self, request: Request) -> None:
+        if request in self.running:
+            self.running.remove(request)
+        self.pool.drop(request.block_table)
+        request.block_table = []
+        request.num_pages_reserved = 0
+
+    # --- step ----------------------------------------------------------------------------------
+    def step(self) -> list[Request]:
+        """One scheduling round and at most one forward pass; returns the requests that got a token."""
+        self.counters.num_steps += 1
+        while self.can_admit():
+            self.admit()
+        work = [self._plan_decode(r) for r in self.running if r.phase is Phase.DECODE]
+        budget = self.config.prefill_chunk_pages
+        for request in self.running:
+            if budget > 0 and self.can_prefill(request):
+                work.append(self._plan_prefill(request, budget))
+                budget -= work[-1].num_units
+        if work:
+            logits = np.array(self.runner.forward([w.chunk for w in work]))
+            self.counters.num_forward_passes += 1
+        produced = []
+        for i, item in enumerate(work):
+            request = item.request
+            if item.num_units:
+                self.prefill(item, logits[i])
+            else:
+                self.decode(item, logits[i])
+            if self.can_publish(request):
+                self.publish(request)
+            if request.role == "leader" and self.can_release(request.flight_id):
+                self.release(request.flight_id, "after-prefill")
+            if request.phase is Phase.DECODE:
+                produced.append(request)
+                reason = self.finish_reason(request)
+                if reason is not None:
+                    self.finish(request, reason)
+        self._release_waited_out()
+        return produced
+
+    def snapshot(self) -> tuple:
+        """A comparable picture of the whole scheduler (pool, coordinator, queues, requests, counters)."""
+        return (self.pool.snapshot(), self.coordinator.snapshot(), tuple(r.request_id for r in self.waiting),
+                tuple(r.request_id for r in self.running),
+                tuple(r.snapshot() for r in self.requests.values()), tuple(self.counters.as_dict().items()))
