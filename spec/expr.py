@@ -67,7 +67,7 @@ def Sum(xs: Iterable[Any]) -> Any:
     """Sum of integers or z3 Int terms (0 for an empty sequence)."""
     xs = list(xs)
     if any(is_symbolic(x) for x in xs):
-        return _z3.Sum([_as_term(x) for x in xs]) if xs else 0
+        return _z3.Sum([_as_int(x) for x in xs])
     return sum(xs)
 
 
@@ -84,6 +84,13 @@ def pick(values: Sequence[Any], index: Any, default: Any = 0) -> Any:
     for k in range(len(values) - 1, -1, -1):
         out = If(index == k, values[k], out)
     return out
+
+
+def _as_int(x: Any) -> Any:
+    """Booleans count as 0/1 in sums, concrete or symbolic."""
+    if is_symbolic(x):
+        return _z3.If(x, 1, 0) if _z3.is_bool(x) else x
+    return _z3.IntVal(int(x))
 
 
 def _as_bool(x: Any) -> Any:

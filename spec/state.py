@@ -1,0 +1,160 @@
+"""The spec's state: a flat, hashable tuple of small integers with a named layout.
+
+A state is a plain ``tuple`` of ints, so it hashes, compares and sorts cheaply and deterministically.
+:class:`Layout` names its slots for one scenario (per request, per flight, per class, per page, and
+the ghost variables that properties read), gives each slot its range, and wraps a value sequence in a
+:class:`View` for reading (``s.ph[i]``) or an :class:`Edit` for building a successor. The same layout
+wraps a list of z3 terms, which is how the z3 checks read the spec symbolically.
+
+Phases of a request (``ph``): ``ABSENT`` (not arrived), ``BLOCKED`` (a follower waiting for its flight's
+release; it holds no pages), ``WAITING`` (queued for admission), ``PREFILL``, ``DECODE``, ``FINISHED``,
+``ABORTED``.
+
+For example::
+
+    >>> from flightcheck.spec.scenario import SCENARIOS
+    >>> lay = Layout(SCENARIOS["burst2"])
+    >>> s = lay.view(lay.initial())
+    >>> s.ph[0] == ABSENT and s.idx[0] == 0
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from flightcheck.spec.scenario import Scenario
+
+ABSENT, BLOCKED, WAITING, PREFILL, DECODE, FINISHED, ABORTED = range(7)
+PHASE_NAMES = ("absent", "blocked", "waiting", "prefill", "decode", "finished", "aborted")
+LIVE_PHASES = (BLOCKED, WAITING, PREFILL, DECODE)
+
+# Flight slot values (one slot per request: a flight is named by the request that opened it).
+CLOSED, OPEN, DRAINING = 0, 1, 2
+# Page slot values.
+NOT_CACHED, RESERVED, READY = 0, 1, 2
+PAGE_NAMES = ("-", "reserved", "ready")
+# Ghost ``g_term`` values: how a termination was misjudged (0 = never).
+TERM_OK, TERM_LEGIT_REJECTED, TERM_BOGUS_ACCEPTED = 0, 1, 2
+
+State = tuple  # a concrete state is a plain tuple of ints
+
+
+class _Slice:
+    __slots__ = ("vals", "off")
+
+    def __init__(self, vals: Sequence[Any], off: int) -> None:
+        self.vals, self.off = vals, off
+
+    def __getitem__(self, i: int) -> Any:
+        return self.vals[self.off + i]
+
+    def __setitem__(self, i: int, x: Any) -> None:
+        self.vals[self.off + i] = x
+
+
+class View:
+    """Read access to a state's slots by name: ``s.ph[i]``, ``s.pg[k]``, ``s.g_term``."""
+
+    def __init__(self, layout: "Layout", vals: Sequence[Any]) -> None:
+        self.layout = layout
+        self.vals = vals
+        for name, (off, size, _lo, _hi) in layout.fields.items():
+            if size == 0:
+                object.__setattr__(self, name, vals[off])
+            else:
+                object.__setattr__(self, name, _Slice(vals, off))
+
+    def edit(self) -> "Edit":
+        """A mutable copy from which a successor state is built."""
+        return Edit(self.layout, list(self.vals))
+
+
+class Edit(View):
+    """A successor under construction; :meth:`build` freezes it into a state."""
+
+    def set(self, name: str, x: Any) -> None:
+        """Set a scalar slot (the ghosts), e.g. ``e.set("g_dup", 1)``."""
+        off, size, _lo, _hi = self.layout.fields[name]
+        assert size == 0, f"{name} is an array; index it instead"
+        self.vals[off] = x
+
+    def build(self) -> Any:
+        """The new state: a tuple for concrete values, the list itself for symbolic ones."""
+        return tuple(self.vals) if type(self.vals[0]) is int else self.vals
+
+
+class Layout:
+    """Names, offsets and ranges of every slot of a scenario's states."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        reqs = scenario.requests
+        n = len(reqs)
+        self.num_requests = n
+        self.classes = scenario.classes
+        self.class_slot = {c: k for k, c in enumerate(self.classes)}
+        self.req_class = tuple(self.class_slot[r.cls] for r in reqs)
+        # Page slots: the shareable pages of each class, in order.
+        self.page_slots: list[tuple[int, int]] = []
+        self.page_base: list[int] = []
+        self.num_shareable: list[int] = []
+        for c in self.classes:
+            h = scenario.class_request(c).num_shareable
+            self.page_base.append(len(self.page_slots))
+            self.num_shareable.append(h)
+            self.page_slots.extend((self.class_slot[c], p) for p in range(h))
+        num_pages = len(self.page_slots)
+        self.fields: dict[str, tuple[int, int, list[int], list[int]]] = {}
+        off = 0
+
+        def add(name: str, size: int, lo: list[int], hi: list[int]) -> None:
+            nonlocal off
+            self.fields[name] = (off, size, lo, hi)
+            off += max(size, 1)
+
+        add("ph", n, [0] * n, [ABORTED] * n)
+        add("hit", n, [0] * n, [self.num_shareable[k] for k in self.req_class])
+        add("done", n, [0] * n, [r.num_units for r in reqs])
+        add("pubd", n, [0] * n, [self.num_shareable[k] for k in self.req_class])
+        add("dec", n, [0] * n, [r.num_decode for r in reqs])
+        add("mem", n, [0] * n, [n] * n)
+        add("rel", n, [0] * n, [1] * n)
+        add("fl", n, [0] * n, [DRAINING] * n)
+        add("idx", len(self.classes), [0] * len(self.classes), [n] * len(self.classes))
+        add("pg", num_pages, [0] * num_pages, [READY] * num_pages)
+        add("ref", num_pages, [0] * num_pages, [n] * num_pages)
+        add("g_term", 0, [0], [TERM_BOGUS_ACCEPTED])
+        add("g_early", 0, [0], [1])
+        add("g_dup", 0, [0], [1])
+        self.size = off
+
+    def initial(self) -> State:
+        """The initial state: nothing arrived, nothing cached, no flights."""
+        return (0,) * self.size
+
+    def view(self, vals: Sequence[Any]) -> View:
+        """Read access to a state (or to a list of z3 terms)."""
+        return View(self, vals)
+
+    def page(self, cls_slot: int, p: int) -> int:
+        """The page slot of page ``p`` of class slot ``cls_slot``."""
+        return self.page_base[cls_slot] + p
+
+    def slot_names(self) -> list[str]:
+        """A readable name for every slot, in order (``ph[0]``, ..., ``g_dup``)."""
+        names = [""] * self.size
+        for name, (off, size, _lo, _hi) in self.fields.items():
+            if size == 0:
+                names[off] = name
+            for i in range(size):
+                names[off + i] = f"{name}[{i}]"
+        return names
+
+    def bounds(self) -> list[tuple[int, int]]:
+        """The (low, high) range of every slot, in order, for symbolic encodings."""
+        out = [(0, 0)] * self.size
+        for _name, (off, size, lo, hi) in self.fields.items():
+            for i in range(max(size, 1)):
+                out[off + i] = (lo[i], hi[i])
+        return out

@@ -1,0 +1,96 @@
+"""Symmetry reduction: requests with identical descriptions are interchangeable.
+
+Two states that differ only by a renaming of interchangeable requests (same class, same pages, same
+decode bound) have the same future up to that renaming, so the explorer keeps one representative per
+orbit. :class:`Symmetry` renames a state by sorting each group of interchangeable requests by a local
+key, carrying the references between requests (flight membership, index entries, flight slots) along.
+The representative is always in the state's orbit (sound); two states of one orbit may occasionally
+get different representatives when local keys tie, which costs a little reduction, never a verdict.
+
+Actions are renamed with the same permutation, so a path found on representatives is turned back into
+a concrete, replayable path (see :meth:`Symmetry.rename_action`).
+
+For example::
+
+    >>> from flightcheck.spec.scenario import SCENARIOS
+    >>> from flightcheck.spec.model import FlightSpec, Action
+    >>> spec = FlightSpec(SCENARIOS["burst2"])
+    >>> sym = Symmetry(spec)
+    >>> a = spec.apply(spec.initial(), Action("arrive", 0))
+    >>> b = spec.apply(spec.initial(), Action("arrive", 1))
+    >>> sym.canonical(a)[0] == sym.canonical(b)[0]
+    True
+"""
+
+from __future__ import annotations
+
+from flightcheck.spec.model import Action, FlightSpec
+from flightcheck.spec.state import State
+
+_PER_REQUEST = ("ph", "hit", "done", "pubd", "dec", "mem", "rel", "fl")
+
+
+class Symmetry:
+    """Canonical renaming of a spec's states over its groups of interchangeable requests."""
+
+    def __init__(self, spec: FlightSpec) -> None:
+        self.spec = spec
+        lay = spec.layout
+        groups: dict[object, list[int]] = {}
+        for i, r in enumerate(spec.scenario.requests):
+            groups.setdefault(r, []).append(i)
+        self.groups = [g for g in groups.values() if len(g) > 1]
+        self.n = spec.num_requests
+        self.offsets = {name: lay.fields[name][0] for name in _PER_REQUEST}
+        self.idx_off, _size, _lo, _hi = lay.fields["idx"]
+        self.num_classes = len(lay.classes)
+
+    @property
+    def is_trivial(self) -> bool:
+        """True when no two requests are interchangeable."""
+        return not self.groups
+
+    def canonical(self, state: State) -> tuple[State, tuple[int, ...]]:
+        """The representative of ``state`` and the renaming ``perm`` (old index -> new index)."""
+        if not self.groups:
+            return state, tuple(range(self.n))
+        o = self.offsets
+        perm = list(range(self.n))
+        for group in self.groups:
+            def key(i: int) -> tuple:
+                mem = state[o["mem"] + i]
+                role = 0 if mem == 0 else (1 if mem == i + 1 else 2)
+                return tuple(state[o[f] + i] for f in ("ph", "hit", "done", "pubd", "dec", "rel", "fl")) + (role,)
+            ordered = sorted(group, key=key)
+            for new, old in zip(group, ordered):
+                perm[old] = new
+        return self.rename(state, perm), tuple(perm)
+
+    def rename(self, state: State, perm: list[int] | tuple[int, ...]) -> State:
+        """``state`` with request ``i`` renamed ``perm[i]`` everywhere it is named."""
+        out = list(state)
+        o = self.offsets
+        for i in range(self.n):
+            j = perm[i]
+            for f in ("ph", "hit", "done", "pubd", "dec", "rel", "fl"):
+                out[o[f] + j] = state[o[f] + i]
+            mem = state[o["mem"] + i]
+            out[o["mem"] + j] = 0 if mem == 0 else perm[mem - 1] + 1
+        for c in range(self.num_classes):
+            v = state[self.idx_off + c]
+            out[self.idx_off + c] = 0 if v == 0 else perm[v - 1] + 1
+        return tuple(out)
+
+    def rename_action(self, action: Action, perm: tuple[int, ...]) -> Action:
+        """``action`` as seen after renaming by ``perm`` (pages and the phantom ID keep their names)."""
+        if action.name == "evict" or action.arg >= self.n:
+            return action
+        return Action(action.name, perm[action.arg])
+
+    @staticmethod
+    def inverse(perm: tuple[int, ...]) -> tuple[int, ...]:
+        """The inverse renaming."""
+        inv = [0] * len(perm)
+        for old, new in enumerate(perm):
+            inv[new] = old
+        return tuple(inv)

@@ -1,0 +1,154 @@
+"""The design's history, kept as named variants of the correct spec.
+
+Each variant is a small change to :class:`~flightcheck.spec.model.FlightSpec`: one overridden method.
+Two are correct (the final design and the ``FlightState`` design it was refactored from); the others
+are the mistakes the seed's story walks through, each with the property it must violate.
+
+For example::
+
+    >>> [v.name for v in VARIANTS.values() if v.expected_violation is None]
+    ['correct', 'draining']
+    >>> VARIANTS["forget-at-release"].expected_violation
+    'termination_validated'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from flightcheck.spec.expr import And, If, Not, Or
+from flightcheck.spec.model import FlightSpec
+from flightcheck.spec.scenario import Policy, Scenario
+from flightcheck.spec.state import CLOSED, DECODE, DRAINING, FINISHED, NOT_CACHED, READY, RESERVED, Edit, View
+
+
+class DrainingSpec(FlightSpec):
+    """``FlightState { Active, Draining { leader: Option } }``: a released flight stays, draining, and
+    keeps its members until each terminates; the last one to go deletes it. Correct, and kept so that
+    the refactor to a separate released set can be proved to preserve behaviour."""
+
+    variant_name = "draining"
+
+    def release_member(self, s: View, e: Edit, f: int, j: int, member: Any) -> None:
+        # Members stay in the (now draining) flight; nothing moves to a released set.
+        pass
+
+    def u_release(self, s: View, f: int) -> Any:
+        state = super().u_release(s, f)
+        e = self.view(state).edit()
+        anyone = Or(*[s.mem[j] == f + 1 for j in range(self.num_requests)])
+        e.fl[f] = If(anyone, DRAINING, CLOSED)
+        return e.build()
+
+    def forget(self, s: View, e: Edit, i: int, accepted: Any) -> None:
+        super().forget(s, e, i, accepted)
+        for g in range(self.num_requests):
+            others = [s.mem[j] == g + 1 for j in range(self.num_requests) if j != i]
+            last = And(accepted, s.mem[i] == g + 1, s.fl[g] == DRAINING, Not(Or(*others)))
+            e.fl[g] = If(last, CLOSED, e.fl[g])
+
+
+class ForgetAtReleaseSpec(FlightSpec):
+    """The first implementation: the flight record is deleted at release and nothing is tracked, so a
+    released follower's legitimate termination is rejected as unknown."""
+
+    variant_name = "forget-at-release"
+
+    def release_member(self, s: View, e: Edit, f: int, j: int, member: Any) -> None:
+        e.mem[j] = If(member, 0, s.mem[j])
+
+
+class NoUnknownCheckSpec(FlightSpec):
+    """The AI's proposed fix for the above: drop the unknown-ID check, which also accepts terminations
+    carrying genuinely invalid IDs."""
+
+    variant_name = "no-unknown-check"
+
+    def accepts(self, s: View, i: int) -> Any:
+        return True
+
+
+class InsertOnMissSpec(FlightSpec):
+    """Pages are published when allocated rather than after their KV is computed: a concurrent lookup
+    can hit a page whose contents are not written yet."""
+
+    variant_name = "insert-on-miss"
+
+    def admit_extra(self, s: View, e: Edit, i: int, h: Any) -> None:
+        for p, k in enumerate(self.pages_of(i)):
+            miss = p >= h
+            e.pg[k] = If(And(miss, s.pg[k] == NOT_CACHED), RESERVED, e.pg[k])
+            e.ref[k] = e.ref[k] + If(miss, 1, 0)
+        e.pubd[i] = self.shareable(i)
+
+    def prefill_extra(self, s: View, e: Edit, i: int, new_done: Any) -> None:
+        for p, k in enumerate(self.pages_of(i)):
+            computed = And(s.done[i] <= p, p < new_done, s.pg[k] == RESERVED)
+            e.pg[k] = If(computed, READY, e.pg[k])
+
+
+class EarlyReleaseSpec(FlightSpec):
+    """Followers released as soon as the leader's prefill completes, before its pages are published."""
+
+    variant_name = "early-release"
+
+    def release_guard(self, s: View, f: int) -> Any:
+        if self.policy.release == "after-prefill":
+            return Or(self.is_terminated(s, f), s.ph[f] == DECODE)
+        return self.is_terminated(s, f)
+
+
+class StrandedFollowersSpec(FlightSpec):
+    """A leader that aborts before its release point leaves the flight waiting for a leader that is
+    gone: its followers are blocked forever."""
+
+    variant_name = "stranded-followers"
+
+    def release_guard(self, s: View, f: int) -> Any:
+        finished = s.ph[f] == FINISHED
+        if self.policy.release == "after-prefill":
+            return Or(finished, And(s.ph[f] == DECODE, s.pubd[f] >= self.shareable(f)))
+        return finished
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A named design variant: its spec class, the property it must violate (None if correct), its story,
+    and the scenario options it needs to show the violation."""
+
+    name: str
+    spec_class: type
+    expected_violation: str | None
+    story: str
+    needs: tuple[str, ...] = ()
+
+    def build(self, scenario: Scenario, policy: Policy | None = None) -> FlightSpec:
+        """The variant's spec over a scenario."""
+        return self.spec_class(scenario, policy)
+
+
+VARIANTS: dict[str, Variant] = {v.name: v for v in (
+    Variant("correct", FlightSpec, None,
+            "The seed's final design: flights, an index by input, and a separate set of released IDs."),
+    Variant("draining", DrainingSpec, None,
+            "FlightState { Active, Draining { leader: Option } }: correct, kept for the refactor proof."),
+    Variant("forget-at-release", ForgetAtReleaseSpec, "termination_validated",
+            "The flight is deleted at release with nothing tracked: legitimate terminations are rejected."),
+    Variant("no-unknown-check", NoUnknownCheckSpec, "termination_validated",
+            "The unknown-ID check is removed: terminations of invalid IDs are accepted.", ("notifications",)),
+    Variant("insert-on-miss", InsertOnMissSpec, "visible_after_compute",
+            "Pages are published when allocated, before their KV is computed."),
+    Variant("early-release", EarlyReleaseSpec, "release_after_publication",
+            "Followers are released when the leader's prefill ends, before its pages are published."),
+    Variant("stranded-followers", StrandedFollowersSpec, "no_deadlock",
+            "A leader that aborts before publishing leaves its followers blocked forever.", ("aborts",)),
+)}
+
+
+def get_variant(name: str) -> Variant:
+    """The variant called ``name``, or a ValueError listing the known names."""
+    try:
+        return VARIANTS[name]
+    except KeyError:
+        raise ValueError(f"unknown variant {name!r}; known variants: {', '.join(VARIANTS)}") from None
