@@ -115,17 +115,23 @@ class StrandedFollowersSpec(FlightSpec):
 @dataclass(frozen=True)
 class Variant:
     """A named design variant: its spec class, the property it must violate (None if correct), its story,
-    and the scenario options it needs to show the violation."""
+    and the default scenario (and policy changes) on which its story shows."""
 
     name: str
     spec_class: type
     expected_violation: str | None
     story: str
-    needs: tuple[str, ...] = ()
+    demo: str = "burst2"
+    demo_policy: tuple[tuple[str, str], ...] = ()
 
     def build(self, scenario: Scenario, policy: Policy | None = None) -> FlightSpec:
         """The variant's spec over a scenario."""
         return self.spec_class(scenario, policy)
+
+    def demo_spec(self) -> FlightSpec:
+        """The variant over the smallest default scenario (and policy) that shows its story."""
+        from flightcheck.spec.scenario import SCENARIOS
+        return self.build(SCENARIOS[self.demo].with_policy(**dict(self.demo_policy)))
 
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (
@@ -136,13 +142,14 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("forget-at-release", ForgetAtReleaseSpec, "termination_validated",
             "The flight is deleted at release with nothing tracked: legitimate terminations are rejected."),
     Variant("no-unknown-check", NoUnknownCheckSpec, "termination_validated",
-            "The unknown-ID check is removed: terminations of invalid IDs are accepted.", ("notifications",)),
+            "The unknown-ID check is removed: terminations of invalid IDs are accepted.", "burst2-abort"),
     Variant("insert-on-miss", InsertOnMissSpec, "visible_after_compute",
             "Pages are published when allocated, before their KV is computed."),
     Variant("early-release", EarlyReleaseSpec, "release_after_publication",
-            "Followers are released when the leader's prefill ends, before its pages are published."),
+            "Followers are released when the leader's prefill ends, before its pages are published.",
+            "burst2", (("publication", "on-completion"),)),
     Variant("stranded-followers", StrandedFollowersSpec, "no_deadlock",
-            "A leader that aborts before publishing leaves its followers blocked forever.", ("aborts",)),
+            "A leader that aborts before publishing leaves its followers blocked forever.", "burst2-abort"),
 )}
 
 

@@ -1,0 +1,118 @@
+"""``flightcheck check``: the main job, every check over the default scenarios, with one summary.
+
+The suite is a list of stages. Each stage is a function ``stage(quick: bool) -> list[Row]`` living next
+to its checker (``explore_stage`` and ``variants_stage`` here; others in their own modules), listed by
+import path in :data:`STAGES` so that a stage whose dependencies are missing reports itself as an error
+row instead of breaking the rest.
+
+For example::
+
+    >>> rows = variants_stage(quick=True)
+    >>> all(r.ok for r in rows)
+    True
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+from rich.console import Console
+from rich.table import Table
+
+from flightcheck.spec.scenario import PUBLICATIONS, RELEASES, SCENARIOS
+from flightcheck.spec.variants import VARIANTS
+
+
+@dataclass
+class Row:
+    """One line of the summary: which stage, what was checked, whether it passed, and a detail."""
+
+    stage: str
+    item: str
+    ok: bool
+    detail: str
+    seconds: float = 0.0
+
+
+def explore_stage(quick: bool) -> list[Row]:
+    """The correct design over every default scenario, both release points and both publications."""
+    from flightcheck.checks.explorer import explore
+    from flightcheck.spec.model import FlightSpec
+
+    rows = []
+    for name, scn in SCENARIOS.items():
+        for release in RELEASES:
+            for publication in PUBLICATIONS:
+                if quick and name == "burst4-abort":
+                    continue
+                spec = FlightSpec(scn.with_policy(release=release, publication=publication))
+                r = explore(spec)
+                bad = ", ".join(p.name for p in r.violations)
+                rows.append(Row("explore", f"{name} {release} {publication}", r.ok,
+                                bad or f"{r.stats.states} states, all {len(r.properties)} properties hold",
+                                r.stats.seconds))
+    return rows
+
+
+def variants_stage(quick: bool) -> list[Row]:
+    """Every design variant on its demo scenario: correct ones pass, mutants fail as their story says."""
+    from flightcheck.checks.explorer import explore
+
+    rows = []
+    for v in VARIANTS.values():
+        t = time.perf_counter()
+        r = explore(v.demo_spec())
+        violated = [p.name for p in r.violations if p.kind != "sometimes"]
+        if v.expected_violation is None:
+            ok, detail = not violated, ("all safety and liveness properties hold" if not violated else "violates " + ", ".join(violated))
+        else:
+            ok = v.expected_violation in violated
+            res = r.result(v.expected_violation)
+            n = len(res.counterexample) if res.counterexample else None
+            detail = f"caught: {v.expected_violation} in {n} steps" if ok else f"NOT caught: {v.expected_violation} holds"
+        rows.append(Row("variants", v.name, ok, detail, time.perf_counter() - t))
+    return rows
+
+
+# Stages by import path, in the order they run. A stage that needs the real model is skipped by --quick.
+STAGES: list[tuple[str, str, bool]] = [
+    ("explore", "flightcheck.checks.suite:explore_stage", False),
+    ("variants", "flightcheck.checks.suite:variants_stage", False),
+]
+
+
+def _load(path: str) -> Callable[[bool], list[Row]]:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def run_suite(*, as_json: bool = False, quick: bool = False) -> bool:
+    """Run every stage, print the summary (or JSON), and return True when everything passed."""
+    console = Console(stderr=as_json)
+    rows: list[Row] = []
+    for stage, path, needs_model in STAGES:
+        if quick and needs_model:
+            continue
+        t = time.perf_counter()
+        with console.status(f"running {stage} ..."):
+            try:
+                rows += _load(path)(quick)
+            except Exception as e:  # a broken stage is a failed row, never a silent pass
+                rows.append(Row(stage, "(stage)", False, f"{type(e).__name__}: {e}", time.perf_counter() - t))
+    ok = all(r.ok for r in rows)
+    if as_json:
+        print(json.dumps({"verdict": "ok" if ok else "failed", "rows": [asdict(r) for r in rows]}))
+        return ok
+    table = Table(title="flightcheck check")
+    for col in ("stage", "item", "verdict", "detail", "s"):
+        table.add_column(col, justify="right" if col == "s" else "left")
+    for r in rows:
+        table.add_row(r.stage, r.item, "[green]ok[/]" if r.ok else "[bold red]FAIL[/]", r.detail, f"{r.seconds:.1f}")
+    console.print(table)
+    failed = sum(not r.ok for r in rows)
+    console.print(f"[{'green' if ok else 'bold red'}]{len(rows) - failed} passed, {failed} failed[/]")
+    return ok
