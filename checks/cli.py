@@ -27,6 +27,7 @@ app = typer.Typer(
 # One module per command family; each adds its commands to ``app``.
 COMMAND_MODULES = [
     "flightcheck.checks.cmd_explore",
+    "flightcheck.checks.cmd_workload",
 ]
 
 

@@ -64,14 +64,18 @@ def _task_key(item: tuple[str, ModelConfig]) -> tuple:
     return (name, c.w_eff_ms, c.capacity_blocks, c.lookup, c.insert_on_miss)
 
 
-def _run_task(task: list[tuple[int, str, ModelConfig]]) -> list[tuple[int, RunResult]]:
+def _run_task(task: tuple[bool, list[tuple[int, str, ModelConfig]]]) -> list[tuple[int, RunResult]]:
+    record_cohorts, items = task
     memo: dict = {}
-    return [(position, simulate(_TRACES[name], config, memo=memo)) for position, name, config in task]
+    return [(position, simulate(_TRACES[name], config, record_cohorts=record_cohorts, memo=memo))
+            for position, name, config in items]
 
 
 def run_sweep(traces: Sequence[PreparedTrace], configs: Sequence[ModelConfig], workers: int = 2,
-              on_progress: Callable[[int], None] | None = None) -> list[RunResult]:
+              on_progress: Callable[[int], None] | None = None, record_cohorts: bool = False) -> list[RunResult]:
     """Run every configuration on every trace; results in (trace, config) order.
+
+    ``record_cohorts`` keeps every cohort (for ``cohorts.csv.gz``); it is large for a full sweep.
 
     ``on_progress(n)`` is called as each task finishes, with the number of configurations it completed.
     ``workers <= 1`` runs in this process (no pool).
@@ -81,7 +85,8 @@ def run_sweep(traces: Sequence[PreparedTrace], configs: Sequence[ModelConfig], w
         raise ValueError(f"trace names must be distinct, got {names}")
     items = [(t.name, c) for t in traces for c in configs]
     indexed = sorted(range(len(items)), key=lambda i: (_task_key(items[i]), i))
-    tasks = [[(i, *items[i]) for i in group] for _, group in groupby(indexed, key=lambda i: _task_key(items[i]))]
+    tasks = [(record_cohorts, [(i, *items[i]) for i in group])
+             for _, group in groupby(indexed, key=lambda i: _task_key(items[i]))]
     _TRACES.clear()
     _TRACES.update({t.name: t for t in traces})
     results: list[RunResult | None] = [None] * len(items)
