@@ -72,6 +72,28 @@ class Engine:
                                    detokenize=tokenizer.decode if tokenizer is not None else None)
         self._next_request_id = 0
 
+    @classmethod
+    def smollm2(cls, config: EngineConfig | None = None, *, path: str | None = None,
+                event_log_path: str | None = None) -> "Engine":
+        """The engine over the real SmolLM2-135M (the cached, verified GGUF), its tokenizer and EOS."""
+        from flightcheck.impl.gguf import load_smollm2
+        from flightcheck.impl.runner import ModelRunner
+
+        config = config or EngineConfig()
+        model, tokenizer, _ = load_smollm2(path)
+        return cls(ModelRunner(model, num_pages=config.num_pages), tokenizer, config,
+                   eos_token_ids=[tokenizer.eos_id], event_log_path=event_log_path)
+
+    @classmethod
+    def tiny(cls, config: EngineConfig | None = None, *, seed: int = 0, event_log_path: str | None = None) -> "Engine":
+        """The engine over the tiny random-weight model (token-id prompts only; no tokenizer, no EOS)."""
+        from flightcheck.impl.runner import ModelRunner
+        from flightcheck.impl.tiny import tiny_model
+
+        config = config or EngineConfig()
+        return cls(ModelRunner(tiny_model(seed), num_pages=config.num_pages), None, config,
+                   event_log_path=event_log_path)
+
     # --- requests ------------------------------------------------------------------------------
     def add_request(self, prompt: str | Sequence[int], sampling: SamplingParams | dict[str, Any] | None = None) -> int:
         """Validates and enqueues a request; returns its ID. Raises before any change on bad input."""

@@ -1,0 +1,30 @@
+"""The engine on the real SmolLM2-135M: two identical requests give the same greedy text with and
+without prefix caching / single-flight, and the follower recovers the leader's shareable pages."""
+
+import pytest
+
+from flightcheck.impl import model_file
+from flightcheck.impl.engine import Engine, EngineConfig
+from flightcheck.impl.sampling import SamplingParams
+
+pytestmark = pytest.mark.skipif(not model_file.default_path().exists(),
+                                reason="SmolLM2 model file not fetched (run scripts/setup.sh)")
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return Engine.smollm2(EngineConfig(num_pages=128, coordination="none", prefix_caching=False))
+
+
+def test_cached_and_uncached_greedy_outputs_are_equal(engine):
+    tokenizer = engine.tokenizer
+    prompt = tokenizer.encode_chat("Explain in one sentence why the sky is blue. " * 3)
+    num_shareable = (len(prompt) - 1) // 16
+    uncached = engine.generate([prompt, prompt], SamplingParams(max_tokens=12))
+    cached_engine = Engine(engine.runner, tokenizer, EngineConfig(num_pages=128, release="after-prefill"),
+                           eos_token_ids=[tokenizer.eos_id])
+    cached = cached_engine.generate([prompt, prompt], SamplingParams(max_tokens=12))
+    assert [r.output_token_ids for r in cached] == [r.output_token_ids for r in uncached]
+    assert uncached[0].output_token_ids == uncached[1].output_token_ids
+    assert "blue" in cached[0].text.lower() or "sky" in cached[0].text.lower()
+    assert [r.recovered_tokens for r in cached] == [0, 16 * num_shareable] and num_shareable >= 3
