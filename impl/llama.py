@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import mlx.nn as nn
 
+from flightcheck.impl import fastops
 from flightcheck.impl.blas import mx
 
 
@@ -84,7 +85,7 @@ class ContiguousCache:
         if num_new > 1:
             q_pos = mx.arange(total - num_new, total)[:, None]
             mask = q_pos >= mx.arange(total)[None, :]
-        return mx.fast.scaled_dot_product_attention(queries, self.keys, self.values, scale=scale, mask=mask)
+        return fastops.attention(queries, self.keys, self.values, scale, mask)
 
 
 class Attention(nn.Module):
@@ -122,7 +123,7 @@ class MLP(nn.Module):
         self.down_proj = nn.Linear(args.intermediate_size, args.hidden_size, bias=False)
 
     def __call__(self, x: mx.array) -> mx.array:
-        return self.down_proj(nn.silu(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(fastops.silu_mul(self.gate_proj(x), self.up_proj(x)))
 
 
 class TransformerBlock(nn.Module):

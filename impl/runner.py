@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from flightcheck.impl import fastops
 from flightcheck.impl.blas import mx
 from flightcheck.impl.llama import Model
 
@@ -129,13 +130,13 @@ class _PagedLayerCache:
             q = queries[:, :, : group.num_rows].transpose(2, 1, 0, 3)  # [Bd, H, 1, d]
             k = k_pool[group.gather_slots].transpose(0, 2, 1, 3)  # [Bd, Hkv, Lmax, d]
             v = v_pool[group.gather_slots].transpose(0, 2, 1, 3)
-            out = mx.fast.scaled_dot_product_attention(q, k, v, scale=scale, mask=group.mask)
+            out = fastops.attention(q, k, v, scale, group.mask)
             outs.append(out.transpose(2, 1, 0, 3))
         for group in plan.prefills:
             q = queries[:, :, group.row_start: group.row_end]
             k = k_pool[group.gather_slots].transpose(1, 0, 2)[None]  # [1, Hkv, L, d]
             v = v_pool[group.gather_slots].transpose(1, 0, 2)[None]
-            outs.append(mx.fast.scaled_dot_product_attention(q, k, v, scale=scale, mask=group.mask))
+            outs.append(fastops.attention(q, k, v, scale, group.mask))
         return outs[0] if len(outs) == 1 else mx.concatenate(outs, axis=2)
 
 

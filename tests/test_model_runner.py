@@ -138,3 +138,44 @@ def test_bad_chunks_are_rejected_and_pools_untouched(model, chunks, message):
 def test_runner_rejects_bad_sizes(model):
     with pytest.raises(ValueError, match="num_pages"):
         ModelRunner(model, num_pages=0)
+
+
+@pytest.mark.parametrize("numpy_route", [True, False])
+def test_paged_equals_contiguous_on_both_attention_routes(model, numpy_route):
+    """fastops sends big softmax/SiLU calls to numpy on the CPU; both routes must give the same logits."""
+    from flightcheck.impl import fastops
+
+    tokens = _prompt(60, 150)  # 4 heads x 150 x 150 scores: above fastops.MIN_NUMPY_SCORES
+    saved = fastops.NUMPY_ROUTE
+    fastops.set_numpy_route(numpy_route)
+    try:
+        runner = ModelRunner(model, num_pages=16)
+        first = runner.forward([SeqChunk(tokens[:149], 0, list(range(10)))])
+        last = runner.forward([SeqChunk(tokens[149:], 149, list(range(10)))])
+        ref = _reference_logits(model, tokens)
+    finally:
+        fastops.set_numpy_route(saved)
+    np.testing.assert_allclose(np.array(first[0]), ref[148], atol=ATOL)
+    np.testing.assert_allclose(np.array(last[0]), ref[149], atol=ATOL)
+
+
+def test_numpy_and_mlx_attention_routes_agree():
+    from flightcheck.impl import fastops
+
+    keys = mx.random.split(mx.random.key(3), 3)
+    q = mx.random.normal((2, 6, 40, 16), key=keys[0])
+    k = mx.random.normal((2, 3, 300, 16), key=keys[1])
+    v = mx.random.normal((2, 3, 300, 16), key=keys[2])
+    mask = (mx.arange(260, 300)[:, None] >= mx.arange(300)[None, :])
+    saved = fastops.NUMPY_ROUTE
+    try:
+        fastops.set_numpy_route(True)
+        via_numpy = fastops.attention(q, k, v, 0.25, mask)
+        silu_numpy = fastops.silu_mul(q, mx.repeat(k[:, :, :40], 2, axis=1))
+        fastops.set_numpy_route(False)
+        via_mlx = fastops.attention(q, k, v, 0.25, mask)
+        silu_mlx = fastops.silu_mul(q, mx.repeat(k[:, :, :40], 2, axis=1))
+    finally:
+        fastops.set_numpy_route(saved)
+    np.testing.assert_allclose(np.array(via_numpy), np.array(via_mlx), atol=1e-5)
+    np.testing.assert_allclose(np.array(silu_numpy), np.array(silu_mlx), atol=1e-5)

@@ -1,0 +1,74 @@
+"""Attention and the SwiGLU activation, routed around MLX's slow CPU transcendental functions.
+
+Why this module exists (measured on the project's 2-core x86 machine, mlx-cpu 0.32.4): MLX's CPU
+``exp`` runs at about 12-25 ns an element, single-threaded, while numpy's vectorised ``exp`` runs at
+under 1 ns. A 512-token prefill of SmolLM2 computes 30 x 9 x 512 x 512 softmax exponentials and
+30 x 512 x 1536 sigmoids, so with MLX's own kernels the exponentials alone cost about 2 s, more
+than all the (OpenBLAS) matmuls together. On the CPU, when a call is big enough to pay for the
+hand-over (an ``mx.eval`` and two copies), the softmax and the sigmoid run in numpy instead; the
+matmuls stay in MLX. Off the CPU (Metal, CUDA) MLX's kernels serve unchanged.
+
+``FLIGHTCHECK_NUMPY_OPS=0`` turns the numpy route off (for comparison in scripts/bench_model.py).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from flightcheck.impl.blas import mx
+
+# Below these sizes MLX's own kernels win: the hand-over costs about 50-100 us.
+MIN_NUMPY_SCORES = 16384  # heads x queries x keys
+MIN_NUMPY_SILU = 16384  # elements
+
+
+def _numpy_route_enabled() -> bool:
+    return os.environ.get("FLIGHTCHECK_NUMPY_OPS", "1") != "0" and mx.default_device() == mx.cpu
+
+
+NUMPY_ROUTE = _numpy_route_enabled()
+
+
+def set_numpy_route(enabled: bool) -> None:
+    """Switches the numpy route on or off for this process (tests and benchmarks compare both)."""
+    global NUMPY_ROUTE
+    NUMPY_ROUTE = enabled and mx.default_device() == mx.cpu
+
+
+def silu_mul(gate: mx.array, up: mx.array) -> mx.array:
+    """``silu(gate) * up``, the SwiGLU of the Llama MLP."""
+    if not NUMPY_ROUTE or gate.size < MIN_NUMPY_SILU or gate.dtype != mx.float32:
+        return gate * mx.sigmoid(gate) * up
+    mx.eval(gate, up)
+    g, u = np.asarray(gate), np.asarray(up)
+    # g / (1 + exp(-g)) overflows harmlessly to g / inf = -0 for very negative g.
+    with np.errstate(over="ignore"):
+        return mx.array(g / (1.0 + np.exp(-g)) * u)
+
+
+def attention(queries: mx.array, keys: mx.array, values: mx.array, scale: float, mask: mx.array | None) -> mx.array:
+    """Scaled dot-product attention with grouped KV heads.
+
+    ``queries`` [B, H, L, d], ``keys``/``values`` [B, Hkv, S, d], ``mask`` a boolean array
+    broadcastable to [B, H, L, S] (True = attend) or None. Returns [B, H, L, d].
+    """
+    B, H, L, d = queries.shape
+    S, Hkv = keys.shape[2], keys.shape[1]
+    if not NUMPY_ROUTE or B * H * L * S < MIN_NUMPY_SCORES or queries.dtype != mx.float32:
+        return mx.fast.scaled_dot_product_attention(queries, keys, values, scale=scale, mask=mask)
+    group = H // Hkv
+    # Queries of the heads sharing one KV head become one [group * L, d] block: one matmul per KV head.
+    q = (queries * scale).reshape(B, Hkv, group * L, d)
+    scores = (q @ keys.swapaxes(-1, -2)).reshape(B, Hkv, group, L, S)
+    if mask is not None:
+        mask = mx.broadcast_to(mask, (B, H, L, S)).reshape(B, Hkv, group, L, S)
+        scores = mx.where(mask, scores, -np.inf)
+    mx.eval(scores)
+    s = np.array(scores)  # writable copy: the softmax runs in place
+    s -= s.max(axis=-1, keepdims=True)
+    np.exp(s, out=s)
+    s /= s.sum(axis=-1, keepdims=True)
+    probs = mx.array(s).reshape(B, Hkv, group * L, S)
+    return (probs @ values).reshape(B, H, L, d)
