@@ -151,7 +151,7 @@ class _PathBuilder:
         steps = []
         for a, c_next in cpath:
             act = a if sym is None else sym.rename_action(a, Symmetry.inverse(perm))
-            s = spec.apply(s, act)
+            s = spec.apply(s, act) if hasattr(spec, "apply") else dict(spec.successors(s))[act]
             steps.append(Step(act, s))
             if sym is not None:
                 c, perm = sym.canonical(s)
@@ -188,7 +188,8 @@ def _fair_cycle(spec: Any, graph: nx.DiGraph, engine_enabled: dict, path_to: _Pa
     if best is None:
         return None
     entry, inside = best
-    cycle = _cycle_from(entry, inside)
+    # With no engine step enabled, the run simply stutters; any self-loop there is the environment's.
+    cycle = _cycle_from(entry, inside) if engine_enabled[entry] else []
     if not cycle:
         cx = path_to(entry)
         cx.stutters = True
