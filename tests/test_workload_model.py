@@ -258,3 +258,10 @@ def test_insert_on_miss_makes_redundancy_exactly_zero_on_the_real_traces(convers
 def test_bad_configuration_names_the_parameter(kwargs, message):
     with pytest.raises(ValueError, match=message):
         ModelConfig(**kwargs)
+
+
+def test_a_cached_block_being_reloaded_behind_a_miss_is_still_a_hit_for_others():
+    # t=20 reloads cached (1,2) behind the missing (0,1); at t=21 a walk over (0,5),(1,2) hits both.
+    result = run(make_trace((0, [5, 2]), (20, [1, 2]), (21, [5, 2])), w=10, lookup="contiguous")
+    assert cohorts_of(result) == [(0, 0.0, 1), (0, 0.0, 1), (0, 20.0, 1), (0, 20.0, 1)]
+    assert result.summary["all"].num_hits == 2
