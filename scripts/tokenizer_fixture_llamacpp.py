@@ -23,6 +23,7 @@ from pathlib import Path
 STRINGS = [
     "Hello world",
     "The year 2026 had 365 days; 3.14159 is pi.",
+    "Total:   42 items, x  12 and  9",  # runs of spaces before digits: where the per-digit split matters
     "  leading spaces,   runs of   spaces and a tab\there",
     "trailing newline\n\nand blank lines\n",
     "Punctuation!? (parens) [brackets] {braces} 'quotes' \"double\" -- dashes... don't we'll I'm",
