@@ -28,6 +28,7 @@ app = typer.Typer(
 COMMAND_MODULES = [
     "flightcheck.checks.cmd_explore",
     "flightcheck.checks.cmd_workload",
+    "flightcheck.checks.cmd_render",
 ]
 
 

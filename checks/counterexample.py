@@ -79,20 +79,52 @@ def describe(spec: FlightSpec, state: State) -> dict[str, Any]:
 
 
 def label(spec: FlightSpec, state: State) -> str:
-    """A compact multi-line label for graph nodes: one line per live request, then flights and pages."""
+    """A compact multi-line label for graph nodes, one fact per line.
+
+    One line per request that has arrived (``r0 L prefill 1/3 pub1``: leader, prefill units done of
+    the prompt's units, shareable pages published; ``F`` a follower, ``hit2`` pages recovered from the
+    cache, ``decode 0/1`` decode steps taken), then the open flights with the index, the released set,
+    the cached pages with their references (``A0 ref1``; ``A1 rsv`` a reserved page), and any ghost a
+    property flags. For example::
+
+        >>> from flightcheck.spec.scenario import SCENARIOS
+        >>> from flightcheck.spec.model import FlightSpec, Action
+        >>> spec = FlightSpec(SCENARIOS["burst2"])
+        >>> print(label(spec, spec.apply(spec.initial(), Action("arrive", 0))))
+        r0 L waiting
+        flight f0 open; index A->f0
+    """
     d = describe(spec, state)
     lines = []
-    for r, info in d["requests"].items():
-        if info["phase"] == "absent":
+    for i, (r, info) in enumerate(d["requests"].items()):
+        ph = info["phase"]
+        if ph == "absent":
             continue
-        role = {"leader": "L", "follower": "F"}.get(info.get("role", ""), "")
-        extra = f" {info['done']}/{info['published']}" if "done" in info else ""
-        lines.append(f"{r}{role}:{info['phase']}{extra}{' rel' if info.get('released') else ''}")
+        role = {"leader": " L", "follower": " F"}.get(info.get("role", ""), "")
+        extra = ""
+        if ph == "prefill":
+            extra = f" {info['done']}/{spec.scenario.requests[i].num_units} pub{info['published']}"
+        elif ph == "decode":
+            extra = f" {info['decoded']}/{spec.scenario.requests[i].num_decode} pub{info['published']}"
+        if info.get("hit"):
+            extra += f" hit{info['hit']}"
+        lines.append(f"{r}{role} {ph}{extra}")
     if d["flights"]:
-        lines.append("flights " + ",".join(f"{k}:{v}" for k, v in d["flights"].items()))
+        fl = ", ".join(f"{k} {v}" for k, v in d["flights"].items())
+        idx = ", ".join(f"{c}->{f}" for c, f in d["index"].items())
+        lines.append(("flights " if len(d["flights"]) > 1 else "flight ") + fl + (f"; index {idx}" if idx else ""))
+    elif d["index"]:
+        lines.append("index " + ", ".join(f"{c}->{f}" for c, f in d["index"].items()))
+    if d["released"]:
+        lines.append("released " + ",".join(d["released"]))
     if d["pages"]:
-        lines.append("pages " + ",".join(f"{k}{'*' if v['state'] == 'ready' else '?'}{v['refs']}" for k, v in d["pages"].items()))
-    return "\n".join(lines) or "initial"
+        lines.append("pages " + ", ".join(
+            f"{k} ref{v['refs']}" if v["state"] == "ready" else f"{k} rsv{v['refs']}" if v["state"] == "reserved"
+            else f"{k} gone ref{v['refs']}" for k, v in d["pages"].items()))
+    for g in d["ghosts"]:
+        lines.append("!! " + {"g_term": "termination misjudged", "g_early": "released early",
+                              "g_dup": "page prefilled twice"}[g])
+    return "\n".join(lines) or "nothing arrived"
 
 
 def changes(spec: FlightSpec, before: State, after: State) -> str:
