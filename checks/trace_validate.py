@@ -381,6 +381,10 @@ class TraceValidator:
                 tr.state = tr.spec.apply(tr.state, tr.last_action)
             action = tr.last_action
             self._check_arrive(event, action, before)
+        elif tr.spec is None:
+            if name == "notify":  # nothing has arrived: every ID is unknown, and there is no state to check
+                return Action("notify", 0)
+            self._fail("disabled", f"{name} before any arrival", event, None, None, ["no request has arrived"])
         else:
             action = tr.action_of(event)
             before = tr.state

@@ -1,0 +1,172 @@
+"""Deliberately broken engines: one small patch each, and the spec property that must catch it.
+
+Each :class:`Mutant` patches one method of the real engine (the scheduler, the coordinator or the
+engine API) the way a plausible mistake would, and names the property conformance checking must report.
+``mutant.apply(setattr_fn)`` installs it with any ``setattr``-like function (pytest's
+``monkeypatch.setattr``), :meth:`Mutant.patched` is a context manager that undoes it. ``variant`` names
+the spec variant (:mod:`flightcheck.spec.variants`) telling the same story, when there is one, so that
+the variant's counterexample can be replayed against the mutant (``flightcheck replay --mutant``).
+
+For example::
+
+    >>> sorted(MUTANTS)[:2]
+    ['accept-unknown-termination', 'follower-admitted-early']
+    >>> MUTANTS["forget-released"].property
+    'termination_validated'
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from flightcheck.impl.coordinator import Coordinator
+from flightcheck.impl.engine import Engine
+from flightcheck.impl.pages import PagePool
+from flightcheck.impl.request import Phase
+from flightcheck.impl.scheduler import Scheduler
+
+Setattr = Callable[[Any, str, Any], None]
+
+
+def _follower_admitted_early(setattr_fn: Setattr) -> None:
+    original = Scheduler.arrive
+
+    def arrive(self: Scheduler, request: Any) -> None:
+        original(self, request)
+        if request.phase is Phase.BLOCKED:  # the mistake: a follower queued at once
+            request.phase = Phase.WAITING
+            self.waiting.append(request)
+
+    setattr_fn(Scheduler, "arrive", arrive)
+
+
+def _publish_before_compute(setattr_fn: Setattr) -> None:
+    original = Scheduler._plan_prefill
+
+    def plan(self: Scheduler, request: Any, budget_units: int) -> Any:
+        work = original(self, request, budget_units)
+        saved = request.num_computed
+        request.num_computed = work.chunk.end_pos  # the mistake: publish what is only planned
+        try:
+            if self.can_publish(request):
+                self.publish(request)
+        finally:
+            request.num_computed = saved
+        return work
+
+    setattr_fn(Scheduler, "_plan_prefill", plan)
+
+
+def _forget_released(setattr_fn: Setattr) -> None:
+    def release(self: Coordinator, flight_id: int) -> list[int]:
+        flight = self.flights.pop(flight_id)
+        del self.index[flight.input_token_ids]
+        return list(flight.follower_request_ids)  # the mistake: nobody enters the released set
+
+    setattr_fn(Coordinator, "release", release)
+
+
+def _leak_ref_on_abort(setattr_fn: Setattr) -> None:
+    original = Scheduler.abort
+
+    def abort(self: Scheduler, request_id: int) -> None:
+        real_drop = PagePool.drop
+
+        def drop(pool: PagePool, page_ids: Any) -> None:  # the mistake: shared pages keep the reference
+            real_drop(pool, [p for p in page_ids if not pool.pages[p].is_cached])
+
+        PagePool.drop = drop
+        try:
+            original(self, request_id)
+        finally:
+            PagePool.drop = real_drop
+
+    setattr_fn(Scheduler, "abort", abort)
+
+
+def _strand_followers(setattr_fn: Setattr) -> None:
+    original = Scheduler.abort
+
+    def abort(self: Scheduler, request_id: int) -> None:
+        self.release = lambda flight_id, reason: None  # the mistake: an aborted leader releases nobody
+        try:
+            original(self, request_id)
+        finally:
+            del self.release
+
+    setattr_fn(Scheduler, "abort", abort)
+
+
+def _accept_unknown_termination(setattr_fn: Setattr) -> None:
+    original = Engine.abort
+
+    def abort(self: Engine, request_id: int) -> None:
+        request = self.scheduler.requests.get(request_id)
+        if request is None or not request.phase.is_live:
+            return  # the mistake: unknown IDs are silently accepted
+        original(self, request_id)
+
+    setattr_fn(Engine, "abort", abort)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A broken engine: its name, the property that must catch it, the story, and the patch."""
+
+    name: str
+    property: str
+    story: str
+    patch: Callable[[Setattr], None]
+    variant: str | None = None
+    policy: tuple[tuple[str, str], ...] = ()   # the engine settings under which the mistake shows
+
+    def apply(self, setattr_fn: Setattr) -> None:
+        """Install the patch with ``setattr_fn(obj, name, value)`` (e.g. ``monkeypatch.setattr``)."""
+        self.patch(setattr_fn)
+
+    @contextmanager
+    def patched(self) -> Iterator["Mutant"]:
+        """Install the patch for the duration of a ``with`` block."""
+        saved: list[tuple[Any, str, Any]] = []
+
+        def setattr_fn(obj: Any, name: str, value: Any) -> None:
+            saved.append((obj, name, obj.__dict__[name]))
+            setattr(obj, name, value)
+
+        self.patch(setattr_fn)
+        try:
+            yield self
+        finally:
+            for obj, name, value in reversed(saved):
+                setattr(obj, name, value)
+
+
+MUTANTS: dict[str, Mutant] = {m.name: m for m in (
+    Mutant("follower-admitted-early", "follower_waits_for_release",
+           "A follower is queued for admission at arrival instead of waiting for its flight's release.",
+           _follower_admitted_early, policy=(("coordination", "single-flight"),)),
+    Mutant("publish-before-compute", "visible_after_compute",
+           "Pages are published when their prefill is planned, before the forward pass writes their KV.",
+           _publish_before_compute, "insert-on-miss", (("publication", "incremental"),)),
+    Mutant("forget-released", "termination_validated",
+           "A released flight's members are not kept in the released set: their terminations are rejected.",
+           _forget_released, "forget-at-release", (("coordination", "single-flight"),)),
+    Mutant("leak-ref-on-abort", "refcounts_exact",
+           "An aborted request keeps its references on shared (cached) pages.", _leak_ref_on_abort),
+    Mutant("strand-followers", "no_deadlock",
+           "An aborted leader's flight is never released: its followers stay blocked forever.",
+           _strand_followers, "stranded-followers", (("coordination", "single-flight"),)),
+    Mutant("accept-unknown-termination", "termination_validated",
+           "A termination for an unknown or already-terminated ID is silently accepted.",
+           _accept_unknown_termination, "no-unknown-check"),
+)}
+
+
+def get_mutant(name: str) -> Mutant:
+    """The mutant called ``name``, or a ValueError listing the known names."""
+    try:
+        return MUTANTS[name]
+    except KeyError:
+        raise ValueError(f"unknown mutant {name!r}; known: {', '.join(MUTANTS)}") from None
