@@ -121,7 +121,7 @@ class SpecTracker:
         self.fixed = scenario
         self.requests: list[Request] = []
         self.index_of: dict[int, int] = {}
-        self.engine_ids: list[int] = []
+        self.engine_of: dict[int, int] = {}
         self.class_of_input: dict[str, int] = {}
         self.class_of_tokens: dict[tuple[int, ...], int] = {}
         self.class_tokens: dict[int, tuple[int, ...]] = {}
@@ -129,6 +129,7 @@ class SpecTracker:
         self.key_slot: dict[str, tuple[int, int]] = {}
         self._tags: dict[int, list[int]] = {}
         self.last_action: Action | None = None
+        self.next_index: int | None = None  # a fixed scenario's index for the next arrival (replay)
         if scenario is not None:
             self.spec = spec_class(scenario.with_options(**self.options), policy)
         else:
@@ -163,7 +164,9 @@ class SpecTracker:
         """Name a new arrival: its spec index (growing the spec unless the scenario is fixed)."""
         if engine_id in self.index_of:
             raise ConformanceError(Diagnosis("payload", f"request {engine_id} arrived twice"))
-        i = len(self.engine_ids)
+        i = len(self.engine_of)
+        if self.fixed is not None and self.next_index is not None:
+            i, self.next_index = self.next_index, None
         num_pages, has_tail = num_tokens // PAGE_SIZE, num_tokens % PAGE_SIZE != 0
         if self.fixed is not None:
             if i >= self.fixed.num_requests:
@@ -188,7 +191,7 @@ class SpecTracker:
             self.state = _lift(old_spec, old_state, self.spec)
         self.class_of_input[input_key] = c
         self.index_of[engine_id] = i
-        self.engine_ids.append(engine_id)
+        self.engine_of[i] = engine_id
         if token_ids is not None:
             self.class_of_tokens[tuple(token_ids)] = c
             self.class_tokens[c] = tuple(token_ids)
@@ -424,7 +427,7 @@ class TraceValidator:
         s = self.spec.view(self.tracker.state)
         i = action.arg
         role = "solo" if not self.tracker.policy.single_flight else ("follower" if s.ph[i] == BLOCKED else "leader")
-        flight = None if role == "solo" else self.tracker.engine_ids[s.mem[i] - 1]
+        flight = None if role == "solo" else self.tracker.engine_of[s.mem[i] - 1]
         reasons = []
         if event.get("role") != role:
             reasons.append(f"the engine made it {event.get('role')}, the spec {role}")
@@ -453,7 +456,7 @@ class TraceValidator:
             c = self.tracker.cls_slot(i)
             self.tracker.learn_keys(c, {p["index"]: p["key"] for p in event.get("pages" if n == "publish" else "published", [])})
         elif n == "release":
-            want = [self.tracker.engine_ids[j] for j in range(spec.num_requests)
+            want = [self.tracker.engine_of.get(j) for j in range(spec.num_requests)
                     if j != i and b.mem[j] == i + 1 and b.ph[j] == BLOCKED]
             if sorted(event.get("followers", [])) != sorted(want):
                 r.append(f"released followers: engine {event.get('followers')}, spec {want}")
