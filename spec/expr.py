@@ -30,16 +30,27 @@ def is_symbolic(x: Any) -> bool:
     return _z3 is not None and isinstance(x, _z3.ExprRef)
 
 
+_PLAIN = (bool, int)
+
+
+def _any_symbolic(xs: Sequence[Any]) -> bool:
+    # The concrete path is the explorer's hot loop: plain bools and ints are recognised by type alone.
+    for x in xs:
+        if type(x) not in _PLAIN and is_symbolic(x):
+            return True
+    return False
+
+
 def And(*xs: Any) -> Any:
     """Conjunction of booleans or z3 Bool terms; ``And()`` is True."""
-    if any(is_symbolic(x) for x in xs):
+    if _any_symbolic(xs):
         return _z3.And(*[_as_bool(x) for x in xs])
     return all(xs)
 
 
 def Or(*xs: Any) -> Any:
     """Disjunction of booleans or z3 Bool terms; ``Or()`` is False."""
-    if any(is_symbolic(x) for x in xs):
+    if _any_symbolic(xs):
         return _z3.Or(*[_as_bool(x) for x in xs])
     return any(xs)
 
@@ -56,7 +67,7 @@ def Implies(a: Any, b: Any) -> Any:
 
 def If(c: Any, a: Any, b: Any) -> Any:
     """``a`` if ``c`` else ``b``; symbolic when any of the three is."""
-    if is_symbolic(c) or is_symbolic(a) or is_symbolic(b):
+    if _any_symbolic((c, a, b)):
         if not is_symbolic(c):
             return a if c else b
         return _z3.If(c, _as_term(a), _as_term(b))
@@ -66,7 +77,7 @@ def If(c: Any, a: Any, b: Any) -> Any:
 def Sum(xs: Iterable[Any]) -> Any:
     """Sum of integers or z3 Int terms (0 for an empty sequence)."""
     xs = list(xs)
-    if any(is_symbolic(x) for x in xs):
+    if _any_symbolic(xs):
         return _z3.Sum([_as_int(x) for x in xs])
     return sum(xs)
 

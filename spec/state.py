@@ -59,11 +59,16 @@ class View:
     def __init__(self, layout: "Layout", vals: Sequence[Any]) -> None:
         self.layout = layout
         self.vals = vals
-        for name, (off, size, _lo, _hi) in layout.fields.items():
-            if size == 0:
-                object.__setattr__(self, name, vals[off])
-            else:
-                object.__setattr__(self, name, _Slice(vals, off))
+
+    def __getattr__(self, name: str) -> Any:
+        # Fields are bound lazily: a guard reads only a few, and views are made for every state.
+        try:
+            off, size, _lo, _hi = self.layout.fields[name]
+        except KeyError:
+            raise AttributeError(f"a state has no field {name!r}") from None
+        value = self.vals[off] if size == 0 else _Slice(self.vals, off)
+        self.__dict__[name] = value
+        return value
 
     def edit(self) -> "Edit":
         """A mutable copy from which a successor state is built."""
