@@ -223,3 +223,20 @@ def test_toy_fairness_an_exit_enabled_only_sometimes_leaves_a_fair_cycle():
     r = explore(toy, properties=[eventually("eventually_terminates", "")])
     cx = r.result("eventually_terminates").counterexample
     assert not r.ok and cx.loop and [str(s.action) for s in cx.loop] == ["decode(0)", "decode(0)"]
+
+
+# Every default scenario under every release point and publication policy (symmetry on): states.
+ALL_REDUCED = {
+    "burst2": (52, 52, 30, 26), "burst3": (166, 166, 84, 78), "burst2-abort": (108, 91, 84, 46),
+    "burst3-abort": (714, 455, 618, 222), "mixed3": (568, 568, 330, 234), "burst2-cap1": (74, 76, 68, 58),
+    "burst2-evict": (150, 154, 128, 84), "burst4-abort": (2727, 1583, 2479, 798), "notail": (48, 50, 26, 24),
+}
+
+
+def test_every_default_scenario_and_policy_has_its_pinned_count_and_passes():
+    assert set(ALL_REDUCED) == set(SCENARIOS)
+    for name, counts in ALL_REDUCED.items():
+        combos = [(r, p) for r in RELEASES for p in PUBLICATIONS]
+        for (release, publication), n in zip(combos, counts):
+            r = explore(FlightSpec(SCENARIOS[name].with_policy(release=release, publication=publication)))
+            assert (name, release, publication, r.stats.states, r.ok) == (name, release, publication, n, True)
