@@ -8,8 +8,9 @@ For example::
     >>> from flightcheck.spec.scenario import SCENARIOS
     >>> from flightcheck.spec.model import FlightSpec
     >>> from flightcheck.checks.explorer import explore
+    >>> import io
     >>> from rich.console import Console
-    >>> console = Console(width=100, record=True)
+    >>> console = Console(file=io.StringIO(), width=100, record=True)
     >>> print_result(console, explore(FlightSpec(SCENARIOS["burst2"])), title="burst2")
     >>> "one_flight_per_input" in console.export_text()
     True
