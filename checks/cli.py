@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "flightcheck.checks.cmd_explore",
     "flightcheck.checks.cmd_workload",
     "flightcheck.checks.cmd_render",
+    "flightcheck.checks.cmd_model",
 ]
 
 

@@ -28,8 +28,10 @@ _CANDIDATES = [
     "/usr/lib/{arch}-linux-gnu/openblas-pthread/libblas.so.3",
 ]
 
-# Below this an fp32 matmul is the reference BLAS, not an optimised one (measured: ~6 vs ~190).
-FAST_GFLOPS_THRESHOLD = 40.0
+# Below this an fp32 matmul is the reference BLAS, not an optimised one. Measured here: reference
+# ~6 GFLOP/s, OpenBLAS 150-190 when the machine is quiet and ~30 when other jobs load both cores,
+# so the threshold sits well between the two.
+FAST_GFLOPS_THRESHOLD = 15.0
 
 
 def _load_openblas() -> str | None:
@@ -71,8 +73,11 @@ class BlasStatus:
 
     @property
     def is_fast(self) -> bool:
-        # On macOS Accelerate is always in effect; on Linux the measured rate decides.
-        return self.system == "Darwin" or self.matmul_gflops >= FAST_GFLOPS_THRESHOLD
+        # On macOS Accelerate is always in effect. On Linux OpenBLAS must have been loaded before MLX
+        # (so MLX's BLAS symbols bind to it) and the measured rate must confirm it.
+        if self.system == "Darwin":
+            return True
+        return self.loaded_path is not None and not self.mlx_loaded_first and self.matmul_gflops >= FAST_GFLOPS_THRESHOLD
 
     def describe(self) -> str:
         if self.is_fast:
@@ -92,11 +97,13 @@ def measure_matmul_gflops(size: int = 384, repeats: int = 6) -> float:
     b = mx.random.normal((size, size), key=mx.random.key(1))
     mx.eval(a, b)
     mx.eval(a @ b)  # warm-up: thread pools, first-call allocation
-    start = time.perf_counter()
+    best = float("inf")
     for _ in range(repeats):
+        # Best of several: other processes on the machine slow some runs, never speed one up.
+        start = time.perf_counter()
         mx.eval(a @ b)
-    elapsed = max(time.perf_counter() - start, 1e-9)
-    return 2.0 * size**3 * repeats / elapsed / 1e9
+        best = min(best, time.perf_counter() - start)
+    return 2.0 * size**3 / max(best, 1e-9) / 1e9
 
 
 def blas_status() -> BlasStatus:
