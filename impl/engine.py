@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from flightcheck.impl.config import EngineConfig
-from flightcheck.impl.errors import InvalidConfigError, InvalidRequestError, InvalidSamplingError, UnknownRequestError
+from flightcheck.impl.errors import EngineError, InvalidConfigError, InvalidRequestError, InvalidSamplingError, UnknownRequestError
 from flightcheck.impl.events import EventLog, chain_keys, input_key
 from flightcheck.impl.request import Phase, Request
 from flightcheck.impl.sampling import Sampler, SamplingParams, find_stop
@@ -71,6 +71,7 @@ class Engine:
         self.scheduler = Scheduler(runner, self.config, self.events, eos_token_ids=frozenset(eos_token_ids),
                                    detokenize=tokenizer.decode if tokenizer is not None else None)
         self._next_request_id = 0
+        self._num_idle_steps = 0
 
     @classmethod
     def smollm2(cls, config: EngineConfig | None = None, *, path: str | None = None,
@@ -185,12 +186,25 @@ class Engine:
         return self.scheduler.has_unfinished()
 
     def run(self, max_steps: int | None = None) -> int:
-        """Steps until every request has terminated (or ``max_steps``); returns the steps taken."""
+        """Steps until every request has terminated (or ``max_steps``); returns the steps taken.
+        Raises ``EngineError`` instead of spinning when only held requests are left to make progress."""
         num_steps = 0
         while self.has_unfinished() and (max_steps is None or num_steps < max_steps):
-            self.step()
+            self._step_or_stall()
             num_steps += 1
         return num_steps
+
+    def _step_or_stall(self) -> None:
+        num_events = len(self.events.events)
+        self.step()
+        if len(self.events.events) > num_events:
+            self._num_idle_steps = 0
+            return
+        # Why a margin: a blocked follower may still be counting towards its wait bound.
+        self._num_idle_steps += 1
+        if self._num_idle_steps > (self.config.follower_wait_bound or 0) + 1:
+            held = sorted(r.request_id for r in self.scheduler.requests.values() if r.is_held and r.phase.is_live)
+            raise EngineError(f"no progress possible: request(s) {held} are held; call resume() first")
 
     def stream(self, request_id: int) -> Iterator[int]:
         """Yields the request's output tokens as they are produced, stepping the engine as needed."""
@@ -205,7 +219,7 @@ class Engine:
                 num_sent += 1
             if not request.phase.is_live:
                 return
-            self.step()
+            self._step_or_stall()
 
     def _visible_tokens(self, request: Request) -> list[int]:
         tokens = request.output_token_ids
@@ -239,7 +253,7 @@ class Engine:
             self._token_ids(prompt)
         request_ids = [self.add_request(p, s) for p, s in zip(prompts, settings)]
         while any(self.scheduler.requests[i].phase.is_live for i in request_ids):
-            self.step()
+            self._step_or_stall()
         return [self.result(i) for i in request_ids]
 
     # --- introspection -------------------------------------------------------------------------

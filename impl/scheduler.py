@@ -42,6 +42,7 @@ class Counters:
     num_forward_passes: int = 0
     num_prefill_tokens: int = 0        # prompt tokens actually computed
     num_decode_tokens: int = 0
+    pages_allocated: int = 0           # fresh pages taken from the free list (prefill and decode)
     prefix_lookups: int = 0            # admissions that consulted the prefix cache
     prefix_hits: int = 0               # ... of which found at least one page
     hit_pages: int = 0
@@ -161,6 +162,7 @@ class Scheduler:
         while not self.pool.can_allocate(num):
             self.evict()
         request.block_table.extend(self.pool.allocate(num))
+        self.counters.pages_allocated += num
         request.num_pages_reserved -= num
 
     # --- prefill -------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import pytest
 
 from flightcheck.impl.config import EngineConfig
 from flightcheck.impl.engine import Engine
+from flightcheck.impl.errors import EngineError
 from flightcheck.impl.runner import ModelRunner
 from flightcheck.impl.sampling import SamplingParams
 from flightcheck.impl.tiny import TINY_ARGS, tiny_model
@@ -116,3 +117,14 @@ def test_new_identical_request_after_release_opens_a_new_flight_and_hits(model):
     engine.run()
     assert engine.result(late).recovered_tokens == 96
     assert engine.counters["flights_opened"] == 2
+
+
+def test_run_with_only_held_requests_raises_instead_of_spinning(model):
+    engine = engine_for(model)
+    ids = burst(engine, n=2)
+    engine.hold(ids[0])
+    with pytest.raises(EngineError, match=rf"request\(s\) \[{ids[0]}\] are held"):
+        engine.run()
+    engine.resume(ids[0])
+    engine.run()
+    assert [engine.result(i).finish_reason for i in ids] == ["length", "length"]

@@ -94,6 +94,8 @@ def test_followers_recover_528_of_532_tokens(model, release):
     assert [r.role for r in results] == ["leader", "follower", "follower"]
     assert engine.counters["recovered_tokens"] == 1056
     assert engine.counters["num_prefill_tokens"] == 532 + 2 * 4
+    # The leader fills 34 pages (positions 0..534); each follower only its own page 33.
+    assert engine.counters["pages_allocated"] == 34 + 2 * 1
 
 
 def test_burst_event_log_one_leader_seven_followers_one_release(model):
