@@ -82,6 +82,7 @@ def variants_stage(quick: bool) -> list[Row]:
 STAGES: list[tuple[str, str, bool]] = [
     ("explore", "flightcheck.checks.suite:explore_stage", False),
     ("variants", "flightcheck.checks.suite:variants_stage", False),
+    ("conform", "flightcheck.checks.cmd_conform:conform_stage", False),
 ]
 
 
