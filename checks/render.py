@@ -431,14 +431,22 @@ def to_dot(pic: Picture, *, with_legend: bool = True) -> str:
     return "\n".join(out) + "\n"
 
 
-def run_dot(dot_text: str, fmt: str, timeout: float = 120.0) -> bytes:
-    """Lay out DOT text with Graphviz's ``dot`` and return the ``svg`` or ``png`` bytes."""
+def run_dot(dot_text: str, fmt: str, timeout: float = 600.0) -> bytes:
+    """Lay out DOT text with Graphviz's ``dot`` and return the ``svg`` or ``png`` bytes.
+
+    Layout time grows quickly with the edges: about a second for burst2, most of a minute for the 714
+    states and 3,500 edges of burst3-abort (see BENCHMARKS.md).
+    """
     exe = shutil.which("dot")
     if exe is None:
         raise RenderError("Graphviz's `dot` is not installed (Debian: apt-get install graphviz; "
                           "or scripts/setup.sh); .dot output needs nothing")
     args = [exe, f"-T{fmt}"] + (["-Gdpi=110"] if fmt == "png" else [])
-    proc = subprocess.run(args, input=dot_text.encode(), capture_output=True, timeout=timeout)
+    try:
+        proc = subprocess.run(args, input=dot_text.encode(), capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RenderError(f"dot -T{fmt} took more than {timeout:.0f} s to lay out the graph; "
+                          "render a smaller scenario, or write .dot and lay it out yourself") from None
     if proc.returncode != 0:
         raise RenderError(f"dot -T{fmt} failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace')[:500]}")
     return proc.stdout
