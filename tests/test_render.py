@@ -245,3 +245,45 @@ def test_edge_colours_follow_the_action(burst2):
     for u, v, attrs in edges_of(dot):
         first = re.search(r'label="([a-z]+)\(', attrs).group(1)
         assert f'color="{ACTION_STYLE[first][0]}"' in attrs
+
+
+class LockToy:
+    """Two lock takers in opposite order (the explorer's own deadlock toy): any model of its shape draws."""
+
+    num_requests = 1
+
+    def initial(self):
+        return (0, 0, 0, 0)
+
+    def successors(self, s):
+        from flightcheck.spec.model import Action
+        a, b, x, y = s
+        out = []
+        if a == 0 and x == 0:
+            out.append((Action("admit", 0), (1, b, 1, y)))
+        if a == 1 and y == 0:
+            out.append((Action("prefill", 0), (2, b, 0, 0)))
+        if b == 0 and y == 0:
+            out.append((Action("decode", 0), (a, 1, x, 2)))
+        if b == 1 and x == 0:
+            out.append((Action("finish", 0), (a, 2, 0, 0)))
+        return out
+
+    def view(self, s):
+        return s
+
+    def is_live(self, s, i):
+        return s[0] < 2 or s[1] < 2
+
+
+def test_a_toy_model_renders_with_its_deadlock_path(tmp_path):
+    from flightcheck.spec.properties import deadlock_free
+    res = explore(LockToy(), properties=[deadlock_free("no_deadlock", "")])
+    assert not res.ok
+    dot = render_result(res, tmp_path / "toy.dot").read_text()
+    nodes = nodes_of(dot)
+    assert len(nodes) == res.stats.states
+    assert 'label="START\\l(0, 0, 0, 0)\\l"' in nodes["s0"]
+    red = [e for e in edges_of(dot) if f'color="{HIGHLIGHT}"' in e[2]]
+    assert len(red) == 2 and red[0][0] == "s0"
+    assert f'fillcolor="{FILL_BAD}"' in nodes[red[1][1]]  # the deadlocked state
