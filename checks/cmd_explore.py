@@ -106,8 +106,11 @@ def register(app: typer.Typer) -> None:
         except StateLimitExceeded as e:
             raise _fail(str(e))
         if render is not None:
-            from flightcheck.checks.render import render_result
-            render_result(result, render)
+            from flightcheck.checks.render import RenderError, render_result
+            try:
+                render_result(result, render)
+            except RenderError as e:
+                raise _fail(str(e))
         if as_json:
             out = result.to_json()
             out.update(scenario=scn.name, variant=variant, policy=scn.policy.__dict__)
