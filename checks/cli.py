@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "flightcheck.checks.cmd_workload",
     "flightcheck.checks.cmd_render",
     "flightcheck.checks.cmd_model",
+    "flightcheck.checks.cmd_engine",
     "flightcheck.checks.cmd_conform",
 ]
 
