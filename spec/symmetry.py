@@ -61,7 +61,7 @@ class Symmetry:
                 mem = state[o["mem"] + i]
                 role = 0 if mem == 0 else (1 if mem == i + 1 else 2)
                 return tuple(state[o[f] + i] for f in ("ph", "hit", "done", "pubd", "dec", "rel", "fl")) + (role,)
-            ordered = sorted(group, key=key)
+            ordered = sorted(group, key=key, reverse=True)  # the most advanced request is named first
             for new, old in zip(group, ordered):
                 perm[old] = new
         return self.rename(state, perm), tuple(perm)
