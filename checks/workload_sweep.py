@@ -7,7 +7,8 @@ routings and instance counts (one instance under either routing; affinity on a t
 share their first block) is replayed once. Tasks run in a pool of worker processes.
 
 Rows (:func:`summary_rows`, :func:`instance_rows`, :func:`cohort_rows`) are flat dicts; per phase they
-carry every counter, the fan-in median/p99/max, the cold-load rate (cold attempts per second of the
+carry every counter, the fan-in median/p99/max (and, in JSON only, the whole fan-in histogram as
+``[fan_in, cohorts]`` pairs), the cold-load rate (cold attempts per second of the
 phase's arrival span) and the *avoidable cost rate* = cold-load rate x redundancy ratio x cost per load
 (= removable attempts per second x cost per load). :func:`write_outputs` writes ``summary.csv``,
 ``instances.csv``, ``results.json``, optionally ``cohorts.csv.gz``, and a SHA-256 manifest of every file
@@ -124,7 +125,8 @@ def _count_row(phase: str, counts: PhaseCounts, duration_s: float, cost_per_load
             "num_removable_attempts": counts.num_removable_attempts, "redundancy_ratio": ratio,
             "fan_in_median": counts.fan_in_median, "fan_in_p99": counts.fan_in_p99, "fan_in_max": counts.fan_in_max,
             "cold_load_rate_per_s": rate,
-            "avoidable_cost_per_s": None if rate is None or ratio is None else rate * ratio * cost_per_load}
+            "avoidable_cost_per_s": None if rate is None or ratio is None else rate * ratio * cost_per_load,
+            "fan_in_histogram": [list(pair) for pair in counts.fan_in_histogram]}
 
 
 def summary_rows(results: Iterable[RunResult], cost_per_load: float = 1.0) -> list[dict]:
@@ -152,7 +154,7 @@ def cohort_rows(results: Iterable[RunResult]) -> Iterable[dict]:
 
 def _csv_text(rows: Iterable[dict], fields: Sequence[str]) -> str:
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(fields), lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=list(fields), lineterminator="\n", extrasaction="ignore")
     writer.writeheader()
     for row in rows:
         writer.writerow({k: ("" if v is None else v) for k, v in row.items()})

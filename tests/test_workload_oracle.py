@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from flightcheck.checks.workload_model import ModelConfig, prepare_trace, simulate
 from flightcheck.checks.workload_trace import parse_trace_lines
 
-EXAMPLES = 1500 if os.environ.get("FLIGHTCHECK_SLOW") else 300
+EXAMPLES = 5000 if os.environ.get("FLIGHTCHECK_SLOW") else 1000
 
 
 def oracle(requests, w, num_instances, capacity, routing, lookup, insert_on_miss, warmup_fraction):

@@ -63,6 +63,7 @@ def test_rows_carry_the_avoidable_cost_rate():
     assert rows["all"]["avoidable_cost_per_s"] == pytest.approx(0.5 * 0.4 * 3.0)
     assert rows["warmup"]["avoidable_cost_per_s"] == pytest.approx(2 / 1.0 * 3.0)
     assert rows["steady"]["avoidable_cost_per_s"] == 0.0
+    assert rows["all"]["fan_in_histogram"] == [[1, 2], [3, 1]]
 
 
 def test_output_files_reconcile_and_their_manifest_verifies(conversation, tmp_path):
