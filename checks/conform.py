@@ -168,6 +168,8 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
 
         # --- plumbing -------------------------------------------------------------------------
         def _failed(self, diagnosis: Diagnosis) -> None:
+            if result.failure is None:
+                result.features["runs_to_first_failure"] = result.runs
             result.failure = ConformFailure(list(self.rules), diagnosis)
             raise ConformanceError(diagnosis)
 

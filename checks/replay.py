@@ -239,7 +239,11 @@ def replay(actions: list[str], scenario: Scenario, policy: Policy | None = None,
             steps.append(ReplayStep(n, str(action), False, why, bad))
         else:
             extra = mon.validator.actions[n:]
+            ahead = [str(a) for a in path[n:n + len(extra)]]
             steps.append(ReplayStep(n, str(action), True, ("then " + ", ".join(extra)) if extra else "", bad))
+            if extra[:len(ahead)] != ahead:  # the engine went on by itself, where the path does something else
+                steps.append(ReplayStep(n + 1, str(path[n]), False, f"the engine took {', '.join(extra)} at once, "
+                                        f"where the path continues with {', '.join(ahead)}"))
         if not steps[-1].same:
             followed = False
             break

@@ -1,0 +1,51 @@
+"""Deliberately broken engines are caught: each mutant makes conformance fail with a shrunk run and a
+diagnosis naming the property the mistake breaks."""
+
+import os
+
+import pytest
+
+from flightcheck.checks.conform import ConformOptions, run_conformance
+from flightcheck.checks.mutants import MUTANTS
+
+SLOW = bool(os.environ.get("FLIGHTCHECK_SLOW"))
+
+EXPECTED = {
+    "follower-admitted-early": "follower_waits_for_release",
+    "publish-before-compute": "visible_after_compute",
+    "forget-released": "termination_validated",
+    "leak-ref-on-abort": "refcounts_exact",
+    "strand-followers": "no_deadlock",
+    "accept-unknown-termination": "termination_validated",
+}
+
+
+def test_every_mutant_is_listed():
+    assert {m: MUTANTS[m].property for m in MUTANTS} == EXPECTED
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_mutant_is_caught_with_the_right_property(name, monkeypatch):
+    mutant = MUTANTS[name]
+    mutant.apply(monkeypatch.setattr)
+    pol = dict(mutant.policy)
+    result = run_conformance(ConformOptions(examples=200 if SLOW else 60, max_rules=15, seed=1,
+                                            release=pol.get("release"), publication=pol.get("publication"),
+                                            coordination=pol.get("coordination")))
+    assert not result.ok
+    failure = result.failure
+    assert EXPECTED[name] in failure.diagnosis.properties, failure.format()
+    # Shrunk: the engine set-up plus a handful of rules.
+    assert failure.rules[0].startswith("engine(")
+    assert 2 <= len(failure.rules) <= 8, failure.format()
+    assert EXPECTED[name] in failure.format()
+
+
+def test_patched_context_restores_the_engine():
+    from flightcheck.impl.coordinator import Coordinator
+    original = Coordinator.release
+    with MUTANTS["forget-released"].patched():
+        assert Coordinator.release is not original
+    assert Coordinator.release is original
+    result = run_conformance(ConformOptions(examples=5, max_rules=10, seed=1, coordination="single-flight"))
+    assert result.ok, result.failure.format()
