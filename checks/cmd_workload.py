@@ -165,6 +165,8 @@ def register(app: typer.Typer) -> None:
                                             source=str(from_events), block_tokens=block_tokens)
                 if convert_out is not None:
                     write_trace(converted, convert_out)
+                if converted.num_requests > 1 and all(r.timestamp_ms == 0 for r in converted.requests):
+                    typer.echo(f"note: no arrive event in {from_events} carries 't'; all requests arrive at 0 ms", err=True)
                 loaded.append(Trace(from_events.stem, converted.requests))
         except TraceError as error:
             raise _fail(str(error)) from None

@@ -106,3 +106,14 @@ def test_a_malformed_trace_exits_2_naming_line_and_field(app, tmp_path):
     assert result.exit_code == 2
     assert "line 3, field 'hash_ids': position 1 must be an integer, got None" in result.stderr
     assert not (tmp_path / "out").exists()    # nothing is written from a trace that failed validation
+
+
+def test_an_untimed_event_log_is_run_as_simultaneous_arrivals_with_a_note(app, tmp_path):
+    events = tmp_path / "untimed.jsonl"
+    events.write_text("".join(json.dumps({"seq": i, "action": "arrive", "request": i, "input": "same", "num_tokens": 32})
+                              + "\n" for i in range(3)))
+    result = invoke(app, "--from-events", events, "--json")
+    assert result.exit_code == 0, result.output
+    assert "no arrive event" in result.stderr
+    (row,) = [r for r in json.loads(result.stdout)["summary"] if r["phase"] == "all"]
+    assert (row["num_cohorts"], row["fan_in_max"], row["num_removable_attempts"]) == (2, 3, 4)

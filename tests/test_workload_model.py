@@ -265,3 +265,13 @@ def test_a_cached_block_being_reloaded_behind_a_miss_is_still_a_hit_for_others()
     result = run(make_trace((0, [5, 2]), (20, [1, 2]), (21, [5, 2])), w=10, lookup="contiguous")
     assert cohorts_of(result) == [(0, 0.0, 1), (0, 0.0, 1), (0, 20.0, 1), (0, 20.0, 1)]
     assert result.summary["all"].num_hits == 2
+
+
+def test_the_docstring_examples_run():
+    import doctest
+
+    from flightcheck.checks import workload_model, workload_sweep, workload_trace
+
+    for module in (workload_model, workload_sweep, workload_trace):
+        failed, attempted = doctest.testmod(module)
+        assert failed == 0 and attempted >= 1, module.__name__
