@@ -74,14 +74,15 @@ class Engine:
         self._num_idle_steps = 0
 
     @classmethod
-    def smollm2(cls, config: EngineConfig | None = None, *, path: str | None = None,
+    def smollm2(cls, config: EngineConfig | None = None, *, path: str | None = None, dequantize: bool | None = None,
                 event_log_path: str | None = None) -> "Engine":
-        """The engine over the real SmolLM2-135M (the cached, verified GGUF), its tokenizer and EOS."""
+        """The engine over the real SmolLM2-135M (the cached, verified GGUF), its tokenizer and EOS.
+        ``dequantize=None`` lets the loader choose (float32 when the fast BLAS is in effect)."""
         from flightcheck.impl.gguf import load_smollm2
         from flightcheck.impl.runner import ModelRunner
 
         config = config or EngineConfig()
-        model, tokenizer, _ = load_smollm2(path)
+        model, tokenizer, _ = load_smollm2(path, dequantize)
         return cls(ModelRunner(model, num_pages=config.num_pages), tokenizer, config,
                    eos_token_ids=[tokenizer.eos_id], event_log_path=event_log_path)
 

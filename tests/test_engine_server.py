@@ -66,6 +66,7 @@ def test_concurrent_identical_requests_stream_and_share_one_prefill(server, mode
     conn = http.client.HTTPConnection(*server.address, timeout=10)
     conn.request("GET", "/stats")
     stats = json.loads(conn.getresponse().read())
+    conn.close()
     assert stats["recovered_tokens"] == 288 and stats["num_prefill_tokens"] == 100 + 3 * 4
 
 
