@@ -179,3 +179,14 @@ def test_numpy_and_mlx_attention_routes_agree():
         fastops.set_numpy_route(saved)
     np.testing.assert_allclose(np.array(via_numpy), np.array(via_mlx), atol=1e-5)
     np.testing.assert_allclose(np.array(silu_numpy), np.array(silu_mlx), atol=1e-5)
+
+
+@pytest.mark.parametrize("query_block", [1, 7, 16, 1000])
+def test_query_blocks_give_the_same_logits(model, query_block):
+    """Long prefill chunks attend in causal query blocks; every block size gives the contiguous logits."""
+    tokens = _prompt(70, 90)
+    runner = ModelRunner(model, num_pages=16)
+    runner.query_block = query_block
+    runner.forward([SeqChunk(tokens[:21], 0, list(range(6)))])
+    logits = runner.forward([SeqChunk(tokens[21:], 21, list(range(6)))])
+    np.testing.assert_allclose(np.array(logits[0]), _reference_logits(model, tokens)[-1], atol=ATOL)
