@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from flightcheck.impl import fastops
 from flightcheck.impl.blas import mx
 from flightcheck.impl.llama import Model
@@ -89,11 +91,11 @@ class _BatchPlan:
         self.prefills: list[_PrefillGroup] = []
         for i in order:
             chunk = chunks[i]
-            slots = [chunk.block_table[p // page_size] * page_size + p % page_size for p in range(chunk.end_pos)]
+            slots = _slots(chunk, page_size)
             row_start = len(token_ids)
             token_ids.extend(chunk.token_ids)
             positions.extend(range(chunk.start_pos, chunk.end_pos))
-            write_slots.extend(slots[chunk.start_pos:])
+            write_slots.extend(slots[chunk.start_pos:].tolist())
             last_rows[i] = len(token_ids) - 1
             if chunk.num_tokens == 1:
                 decode_slots.append(slots)
@@ -101,18 +103,26 @@ class _BatchPlan:
                 q_pos = mx.arange(chunk.start_pos, chunk.end_pos)[:, None]
                 mask = q_pos >= mx.arange(chunk.end_pos)[None, :]
                 self.prefills.append(_PrefillGroup(row_start, len(token_ids), chunk.start_pos,
-                                                   mx.array(slots, dtype=mx.int32), mask))
+                                                   mx.array(slots), mask))
         self.decode: _DecodeGroup | None = None
         if decode_slots:
             width = max(len(s) for s in decode_slots)
-            padded = [s + [0] * (width - len(s)) for s in decode_slots]
-            valid = [[True] * len(s) + [False] * (width - len(s)) for s in decode_slots]
-            self.decode = _DecodeGroup(len(decode_slots), mx.array(padded, dtype=mx.int32),
-                                       mx.array(valid)[:, None, None, :])
+            padded = np.zeros((len(decode_slots), width), dtype=np.int32)  # padding reads slot 0, masked
+            valid = np.zeros((len(decode_slots), width), dtype=bool)
+            for row, s in enumerate(decode_slots):
+                padded[row, : len(s)] = s
+                valid[row, : len(s)] = True
+            self.decode = _DecodeGroup(len(decode_slots), mx.array(padded), mx.array(valid)[:, None, None, :])
         self.token_ids = mx.array(token_ids, dtype=mx.int32)[None]
         self.positions = mx.array(positions, dtype=mx.int32)
         self.write_slots = mx.array(write_slots, dtype=mx.int32)
         self.last_rows = mx.array(last_rows, dtype=mx.int32)
+
+
+def _slots(chunk: SeqChunk, page_size: int) -> np.ndarray:
+    """Pool slot of every position [0, end_pos) of a chunk's sequence (vectorised: contexts run to 8k)."""
+    pages = np.asarray(chunk.block_table[: -(-chunk.end_pos // page_size)], dtype=np.int32)
+    return (pages[:, None] * page_size + np.arange(page_size, dtype=np.int32)).reshape(-1)[: chunk.end_pos]
 
 
 class _PagedLayerCache:
