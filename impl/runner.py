@@ -14,7 +14,8 @@ BENCHMARKS.md). Why decodes padded together but prefills apart: a decode's query
 padding the batch to the longest sequence costs little, while padding a 512-token prefill to share a
 batch with decodes (or vice versa) would multiply the attention work.
 
-All MLX evaluation of the engine happens here, in ``forward`` (one ``mx.eval`` per pass).
+All MLX evaluation of the engine happens here, in ``forward`` (one ``mx.eval`` per pass), and in the
+numpy hand-overs of ``fastops`` that the model's layers call.
 """
 
 from __future__ import annotations

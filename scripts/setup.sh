@@ -20,6 +20,9 @@ if command -v apt-get >/dev/null 2>&1; then
 fi
 
 python -m pip install -q --disable-pip-version-check -e '.[dev]'
+# mlx-lm only for scripts/bench_model.py (the peer it is compared with); its model code needs nothing
+# beyond mlx, while its package dependencies would bring transformers, so it is installed without them.
+python -m pip install -q --disable-pip-version-check --no-deps 'mlx-lm>=0.24'
 command -v pyenv >/dev/null 2>&1 && pyenv rehash || true
 
 # The model: fetched once into a cache folder, checksum-verified, never from a hub at run time.
