@@ -84,6 +84,8 @@ def _rename(gguf_name: str) -> str:
     match = re.fullmatch(r"blk\.(\d+)\.(\w+)\.(weight|scales|biases)", gguf_name)
     if match:
         layer, part, leaf = match.groups()
+        if part not in _LAYER_NAMES:
+            raise ModelFileError(f"unexpected GGUF tensor {gguf_name!r} (not a Llama layer weight)")
         return f"model.layers.{layer}.{_LAYER_NAMES[part]}.{leaf}"
     base, leaf = gguf_name.rsplit(".", 1)
     if base not in _TOP_NAMES:
@@ -116,8 +118,8 @@ def build_model(weights: dict[str, mx.array], meta: dict[str, Any], dequantize: 
     bits = {prefix: _bits(renamed, prefix) for prefix in quantized}
     if dequantize:
         for prefix in quantized:
-            # float32 scales/biases: the product is then computed (and kept) in float32, exact for
-            # the fp16 scales of Q4_1, where a float16 dequantize would round every weight again.
+            # float32 scales/biases: scale * q + bias is then computed and kept in float32, where a
+            # float16 dequantize (the scales' own dtype) would round every weight once more.
             scales = renamed.pop(prefix + ".scales").astype(mx.float32)
             biases = renamed.pop(prefix + ".biases").astype(mx.float32)
             w = mx.dequantize(renamed.pop(prefix + ".weight"), scales, biases, group_size=GROUP_SIZE, bits=bits[prefix])
