@@ -99,6 +99,11 @@ class Engine:
     # --- requests ------------------------------------------------------------------------------
     def add_request(self, prompt: str | Sequence[int], sampling: SamplingParams | dict[str, Any] | None = None) -> int:
         """Validates and enqueues a request; returns its ID. Raises before any change on bad input."""
+        return self._enqueue(*self._prepare(prompt, sampling))
+
+    def _prepare(self, prompt: str | Sequence[int],
+                 sampling: SamplingParams | dict[str, Any] | None) -> tuple[tuple[int, ...], SamplingParams, int]:
+        """Every check of a new request, with no side effect: (token ids, sampling, KV positions needed)."""
         params = self._sampling(sampling)
         token_ids = self._token_ids(prompt)
         num_positions = min(len(token_ids) + params.max_tokens - 1, self.context)
@@ -107,6 +112,9 @@ class Engine:
             raise InvalidRequestError(
                 f"request needs {num_pages} KV pages ({len(token_ids)} prompt tokens + max_tokens {params.max_tokens}) "
                 f"but the pool has {self.config.num_pages}; shorten it or raise config.num_pages")
+        return token_ids, params, num_positions
+
+    def _enqueue(self, token_ids: tuple[int, ...], params: SamplingParams, num_positions: int) -> int:
         request_id = self._next_request_id
         self._next_request_id += 1
         page_size = self.runner.page_size
@@ -247,12 +255,11 @@ class Engine:
         if isinstance(sampling, (list, tuple)):
             if len(sampling) != len(prompts):
                 raise InvalidSamplingError(f"got {len(sampling)} sampling settings for {len(prompts)} prompts")
-            settings = [self._sampling(s) for s in sampling]
+            settings = list(sampling)
         else:
-            settings = [self._sampling(sampling)] * len(prompts)
-        for prompt, params in zip(prompts, settings):  # validate everything before adding anything
-            self._token_ids(prompt)
-        request_ids = [self.add_request(p, s) for p, s in zip(prompts, settings)]
+            settings = [sampling] * len(prompts)
+        prepared = [self._prepare(p, s) for p, s in zip(prompts, settings)]  # all checks before any change
+        request_ids = [self._enqueue(*item) for item in prepared]
         while any(self.scheduler.requests[i].phase.is_live for i in request_ids):
             self._step_or_stall()
         return [self.result(i) for i in request_ids]

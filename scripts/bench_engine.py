@@ -40,7 +40,8 @@ def build(model_name: str, num_pages: int):
     if model_name == "smollm2":
         from flightcheck.impl.gguf import load_smollm2
 
-        model, tokenizer, info = load_smollm2()
+        # float32 weights: the fast path on CPU whatever the loader's timed BLAS probe says on a busy machine
+        model, tokenizer, info = load_smollm2(dequantize=True)
         return model, tokenizer, [tokenizer.eos_id], f"{info.name} ({'fp32 dequantized' if info.is_dequantized else '4-bit'}; {info.blas})"
     from flightcheck.impl.tiny import tiny_model
 

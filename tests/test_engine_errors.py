@@ -156,3 +156,16 @@ def test_eos_and_stop_strings_end_the_output(model):
     stop = text[3:5]
     stopped = engine.generate(["Hello, world"], SamplingParams(max_tokens=12, stop=(stop,), ignore_eos=True))[0]
     assert stopped.finish_reason == "stop" and stopped.text == text[:text.find(stop)]
+
+
+def test_generate_checks_every_prompt_before_adding_any(model):
+    engine, _, ids = busy_engine(model)
+    before = engine.snapshot()
+    with pytest.raises(InvalidRequestError, match="prompt is empty"):
+        engine.generate(["fine", "also fine", ""], SamplingParams(max_tokens=2))
+    with pytest.raises(InvalidSamplingError, match="got 1 sampling settings for 2 prompts"):
+        engine.generate(["a", "b"], [SamplingParams()])
+    with pytest.raises(InvalidSamplingError, match="sampling.top_p"):
+        engine.generate(["a", "b"], [SamplingParams(), {"top_p": 2.0}])
+    assert engine.snapshot() == before
+    finish_all(engine, ids)
