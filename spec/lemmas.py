@@ -1,0 +1,159 @@
+"""Auxiliary invariants (lemmas) that strengthen the safety properties into inductive ones.
+
+Most safety properties of :mod:`flightcheck.spec.properties` are true of every reachable state but
+not *inductive*: some unreachable state satisfies them and steps into a violation (a terminated
+request still counted as a page holder, a follower pointing at a closed flight, ...). Each lemma below
+rules out one such family of unreachable states. They are written with :mod:`flightcheck.spec.expr`
+like everything else in spec/, so the explorer can check them on every reachable state and the z3
+checks prove them by k-induction together with the properties (``flightcheck prove`` reports each
+lemma's own verdict: a lemma is only ever assumed once it is itself proved).
+
+The lemmas speak of the final design (flights, index, released set). ``DRAINING_LEMMAS`` replace the
+membership lemmas for the ``draining`` variant, whose released followers stay in a draining flight.
+
+For example::
+
+    >>> from flightcheck.spec.scenario import SCENARIOS
+    >>> from flightcheck.spec.model import FlightSpec
+    >>> spec = FlightSpec(SCENARIOS["burst2"])
+    >>> [l.name for l in lemmas_for(spec)][:2]
+    ['absent_is_blank', 'terminated_is_forgotten']
+    >>> all(l.holds(spec, spec.initial()) for l in lemmas_for(spec))
+    True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from flightcheck.spec.expr import And, Implies, Not, Or
+from flightcheck.spec.model import FlightSpec
+from flightcheck.spec.state import (
+    ABSENT, BLOCKED, CLOSED, DECODE, DRAINING, NOT_CACHED, OPEN, PREFILL, WAITING, View,
+)
+
+
+@dataclass(frozen=True)
+class Lemma:
+    """A named auxiliary invariant: a predicate over a state view, and the designs it speaks of."""
+
+    name: str
+    story: str
+    check: Callable[[FlightSpec, View], Any]
+    designs: tuple[str, ...] = ("correct", "draining")
+
+    def applies(self, spec: FlightSpec) -> bool:
+        """True when the lemma speaks of ``spec``'s design."""
+        return getattr(spec, "variant_name", "correct") in self.designs
+
+    def holds(self, spec: FlightSpec, state: Any) -> Any:
+        """The predicate on one state (a bool, or a z3 Bool for a symbolic state)."""
+        return self.check(spec, spec.view(state))
+
+
+def lemma(story: str, designs: tuple[str, ...] = ("correct", "draining")):
+    """Decorator: the function's name becomes the lemma's name."""
+    return lambda fn: Lemma(fn.__name__, story, fn, designs)
+
+
+def _per_request(spec: FlightSpec) -> range:
+    return range(spec.num_requests)
+
+
+@lemma("A request that has not arrived holds nothing: no progress, no flight, not released.")
+def absent_is_blank(spec: FlightSpec, s: View) -> Any:
+    return And(*[
+        Implies(s.ph[i] == ABSENT, And(s.hit[i] == 0, s.done[i] == 0, s.pubd[i] == 0, s.dec[i] == 0,
+                                       s.mem[i] == 0, s.rel[i] == 0, s.fl[i] == CLOSED))
+        for i in _per_request(spec)
+    ])
+
+
+@lemma("A terminated request's progress is cleared and the coordinator has forgotten it.")
+def terminated_is_forgotten(spec: FlightSpec, s: View) -> Any:
+    return And(*[
+        Implies(spec.is_terminated(s, i), And(s.hit[i] == 0, s.done[i] == 0, s.pubd[i] == 0, s.dec[i] == 0,
+                                              s.mem[i] == 0, s.rel[i] == 0))
+        for i in _per_request(spec)
+    ])
+
+
+@lemma("Progress matches the phase: nothing before admission, hit <= published <= computed, decoding only after the prompt.")
+def progress_matches_phase(spec: FlightSpec, s: View) -> Any:
+    conds = []
+    for i, r in enumerate(spec.scenario.requests):
+        queued = Or(s.ph[i] == BLOCKED, s.ph[i] == WAITING)
+        conds += [
+            Implies(queued, And(s.hit[i] == 0, s.done[i] == 0, s.pubd[i] == 0, s.dec[i] == 0)),
+            Implies(s.ph[i] == PREFILL, And(s.done[i] < r.num_units, s.dec[i] == 0)),
+            Implies(s.ph[i] == DECODE, s.done[i] == r.num_units),
+            s.hit[i] <= s.pubd[i],
+            s.pubd[i] <= spec.published_upto(s, i),
+        ]
+        if spec.policy.publication == "incremental":
+            # Incremental publication: at most the last computed chunk is still private.
+            conds.append(s.done[i] - s.pubd[i] <= spec.policy.chunk)
+    return And(*conds)
+
+
+@lemma("The prefix cache is prefix-closed: a cached page's predecessors are cached.")
+def cache_prefix_closed(spec: FlightSpec, s: View) -> Any:
+    return And(*[
+        Implies(s.pg[k + 1] != NOT_CACHED, s.pg[k] != NOT_CACHED)
+        for k, (c, p) in enumerate(spec.layout.page_slots) if p + 1 < spec.layout.num_shareable[c]
+    ])
+
+
+@lemma("Every live request is known to the coordinator: a member of a flight, or released (never both).",
+       ("correct",))
+def live_is_known(spec: FlightSpec, s: View) -> Any:
+    return And(*[
+        And(Implies(spec.is_live(s, i), Or(s.mem[i] != 0, s.rel[i] == 1)), Or(s.mem[i] == 0, s.rel[i] == 0))
+        for i in _per_request(spec)
+    ])
+
+
+@lemma("Members belong to an open flight of their own class; only the leader of an open flight runs, the others are blocked.",
+       ("correct",))
+def members_of_open_flights(spec: FlightSpec, s: View) -> Any:
+    n = spec.num_requests
+    conds = []
+    for i in range(n):
+        same = [f for f in range(n) if spec.cls(f) == spec.cls(i)]
+        conds.append(Or(s.mem[i] == 0, *[And(s.mem[i] == f + 1, s.fl[f] == OPEN) for f in same]))
+        conds.append(Implies(s.ph[i] == BLOCKED, And(s.mem[i] != 0, s.mem[i] != i + 1)))
+        conds.append(Implies(And(s.mem[i] != 0, s.mem[i] != i + 1), s.ph[i] == BLOCKED))
+        conds.append(Implies(s.fl[i] == OPEN, And(s.ph[i] != ABSENT, Or(s.mem[i] == i + 1, spec.is_terminated(s, i)))))
+        conds.append(s.fl[i] != DRAINING)
+    return And(*conds)
+
+
+@lemma("Draining design: a member's flight is open or draining, of its own class; only an open flight's followers are blocked.",
+       ("draining",))
+def draining_members(spec: FlightSpec, s: View) -> Any:
+    n = spec.num_requests
+    conds = []
+    for i in range(n):
+        same = [f for f in range(n) if spec.cls(f) == spec.cls(i)]
+        conds.append(Or(s.mem[i] == 0, *[And(s.mem[i] == f + 1, s.fl[f] != CLOSED) for f in same]))
+        conds.append(Implies(spec.is_live(s, i), s.mem[i] != 0))
+        conds.append(s.rel[i] == 0)
+        conds.append(Implies(s.ph[i] == BLOCKED, And(s.mem[i] != 0, s.mem[i] != i + 1)))
+        blocked_in = [And(s.mem[i] == f + 1, s.fl[f] == OPEN) for f in same if f != i]
+        conds.append(Implies(s.ph[i] == BLOCKED, Or(*blocked_in)))
+        conds.append(Implies(s.fl[i] == OPEN, And(s.ph[i] != ABSENT, Or(s.mem[i] == i + 1, spec.is_terminated(s, i)))))
+        # A draining flight still has a member (the last one to go closes it).
+        conds.append(Implies(s.fl[i] == DRAINING, Or(*[s.mem[j] == i + 1 for j in range(n)])))
+    return And(*conds)
+
+
+LEMMAS: tuple[Lemma, ...] = (
+    absent_is_blank, terminated_is_forgotten, progress_matches_phase, cache_prefix_closed,
+    live_is_known, members_of_open_flights, draining_members,
+)
+
+
+def lemmas_for(spec: FlightSpec) -> list[Lemma]:
+    """The lemmas that speak of ``spec``'s design, in a fixed order."""
+    return [x for x in LEMMAS if x.applies(spec)]
