@@ -30,3 +30,25 @@ def test_cached_and_uncached_greedy_outputs_are_equal(engine):
     assert uncached[0].output_token_ids == uncached[1].output_token_ids
     assert "blue" in cached[0].text.lower() or "sky" in cached[0].text.lower()
     assert [r.recovered_tokens for r in cached] == [0, 16 * num_shareable] and num_shareable >= 3
+
+
+@pytest.mark.slow
+def test_greedy_outputs_equal_across_configs_with_chunking_and_batching(engine):
+    """Identical, partially overlapping and unrelated prompts, batched, with 4-page prefill chunks."""
+    import os
+
+    is_slow = bool(os.environ.get("FLIGHTCHECK_SLOW"))
+    tokenizer = engine.tokenizer
+    doc = tokenizer.encode("Prefix caching reuses the attention key-value cache of repeated prompt prefixes. "
+                           * (12 if is_slow else 4))
+    prompts = [doc] * (4 if is_slow else 2) + [doc[:40] + tokenizer.encode(" What is the main point?"),
+                                               tokenizer.encode_chat("What is 2+2?")]
+    params = SamplingParams(max_tokens=24 if is_slow else 6)
+    baseline = [r.output_token_ids for r in engine.generate(prompts, params)]
+    for overrides in (dict(coordination="none"), dict(release="after-prefill"),
+                      dict(release="on-completion", publication="on-completion")):
+        config = EngineConfig(num_pages=128, max_running=4, prefill_chunk_pages=4, **overrides)
+        other = Engine(engine.runner, tokenizer, config, eos_token_ids=[tokenizer.eos_id])
+        assert [r.output_token_ids for r in other.generate(prompts, params)] == baseline, overrides
+        if overrides.get("coordination") != "none":
+            assert other.counters["followers_released"] == len(prompts) - 3
