@@ -128,3 +128,14 @@ def test_run_with_only_held_requests_raises_instead_of_spinning(model):
     engine.resume(ids[0])
     engine.run()
     assert [engine.result(i).finish_reason for i in ids] == ["length", "length"]
+
+
+@pytest.mark.parametrize("length, recovered", [(1, 0), (16, 0), (17, 16), (32, 16), (33, 32), (532, 528)])
+def test_a_hit_covers_at_most_length_minus_one_tokens(model, length, recovered):
+    engine = engine_for(model)
+    prompt = DOC * 6
+    results = engine.generate([prompt[:length]] * 2, SamplingParams(max_tokens=2))
+    assert [r.recovered_tokens for r in results] == [0, recovered]
+    # The follower computes the rest: at least one token, so it has logits for its first output.
+    follower_prefill = [e for e in engine.events.of("prefill") if e["request"] == results[1].request_id]
+    assert sum(e["num_tokens"] for e in follower_prefill) == length - recovered
