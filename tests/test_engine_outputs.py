@@ -188,3 +188,37 @@ def test_stream_yields_the_tokens_of_the_result(model):
     assert streamed == engine.result(rid).output_token_ids and len(streamed) == 6
     engine.run()
     assert len(engine.result(other).output_token_ids) == 9
+
+
+def test_event_log_file_and_listener_see_every_event(model, tmp_path):
+    import json
+
+    path = tmp_path / "events.jsonl"
+    engine = Engine(ModelRunner(model, num_pages=NUM_PAGES), config=EngineConfig(num_pages=NUM_PAGES),
+                    event_log_path=str(path))
+    seen = []
+    engine.events.add_listener(seen.append)
+    engine.generate([prompt(15, 40)] * 2, SamplingParams(max_tokens=3))
+    engine.close()
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert lines == seen == engine.events.events
+    assert [e["seq"] for e in lines] == list(range(len(lines)))
+    # Step 1: the leader's whole prefill, publish, release. Step 2: the follower is admitted; the leader's
+    # decode and the follower's one-unit prefill share a forward pass. Then decodes until max_tokens = 3.
+    assert [e["action"] for e in lines] == ["arrive", "arrive", "admit", "prefill", "publish", "release",
+                                            "admit", "decode", "prefill", "decode", "finish", "decode", "decode",
+                                            "finish"]
+
+
+def test_a_listener_error_stops_the_engine_call(model):
+    """A runtime monitor raises on a violation; the error reaches the caller of step()."""
+    engine = make_engine(model)
+
+    def monitor(event):
+        if event["action"] == "prefill":
+            raise AssertionError("monitor: prefill refused")
+
+    engine.events.add_listener(monitor)
+    engine.add_request(prompt(16, 20), SamplingParams(max_tokens=2))
+    with pytest.raises(AssertionError, match="monitor: prefill refused"):
+        engine.step()
