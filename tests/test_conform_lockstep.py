@@ -16,7 +16,7 @@ SLOW = bool(os.environ.get("FLIGHTCHECK_SLOW"))
 @pytest.mark.parametrize("release", RELEASES)
 def test_tiny_engine_conforms(release, publication):
     result = run_conformance(ConformOptions(release=release, publication=publication,
-                                            examples=60 if SLOW else 10, max_rules=25, seed=7))
+                                            examples=100 if SLOW else 25, max_rules=25, seed=7))
     assert result.ok, result.failure.format()
     assert result.runs >= 10
     # Every run took engine steps and every event went through the spec.
