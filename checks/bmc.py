@@ -26,9 +26,8 @@ from typing import Any, Callable, Sequence
 import z3
 
 from flightcheck.checks.counterexample import Counterexample
-from flightcheck.checks.symbolic import TransitionSystem
+from flightcheck.checks.symbolic import TransitionSystem, checked_properties
 from flightcheck.spec.model import FlightSpec
-from flightcheck.spec.properties import safety_properties
 
 
 class SymbolicMismatch(AssertionError):
@@ -59,7 +58,7 @@ class BmcResult:
 def check_bmc(spec: FlightSpec, props: Sequence[Any] | None = None, depth: int = 10, *,
               deadline: float | None = None,
               on_depth: Callable[[int], None] | None = None) -> list[BmcResult]:
-    """BMC of each property (default: the spec's safety properties) to ``depth`` steps.
+    """BMC of each property (default: the spec's safety properties and ``no_deadlock``) to ``depth`` steps.
 
     ``deadline`` (a ``time.monotonic()`` value) stops early: properties not violated by then are
     reported ``bounded`` at the last depth completed for all of them. ``on_depth(t)`` is called after
@@ -67,7 +66,7 @@ def check_bmc(spec: FlightSpec, props: Sequence[Any] | None = None, depth: int =
     """
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
-    props = list(safety_properties(spec) if props is None else props)
+    props = list(checked_properties(spec) if props is None else props)
     ts = TransitionSystem(spec)
     solver = z3.Solver()
     solver.add(ts.init(0))

@@ -33,10 +33,9 @@ import z3
 
 from flightcheck.checks.bmc import check_bmc
 from flightcheck.checks.counterexample import Counterexample, changes, describe
-from flightcheck.checks.symbolic import IN_BOUNDS, TransitionSystem
+from flightcheck.checks.symbolic import IN_BOUNDS, TransitionSystem, checked_properties
 from flightcheck.spec.lemmas import lemmas_for
 from flightcheck.spec.model import FlightSpec
-from flightcheck.spec.properties import safety_properties
 
 
 @dataclass
@@ -109,7 +108,7 @@ def prove(spec: FlightSpec, props: Sequence[Any] | None = None, *, max_k: int = 
     """k-induction (k = 1 .. ``max_k``) for each property, BMC to ``depth`` for the base case and for
     whatever is not proved."""
     start = time.monotonic()
-    props = list(safety_properties(spec) if props is None else props)
+    props = list(checked_properties(spec) if props is None else props)
     aux = [IN_BOUNDS] + list(lemmas_for(spec) if lemmas is None else lemmas)
     candidates = props + aux
     base_depth = max(depth, max_k - 1)

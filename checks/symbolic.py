@@ -170,6 +170,32 @@ IN_BOUNDS = Invariant(
 )
 
 
+def deadlock_invariant(spec: FlightSpec) -> Invariant:
+    """``no_deadlock`` as a state invariant: a live request implies some engine step (eviction aside)
+    is enabled. Built from the spec's own guards, so BMC and induction check the explorer's property."""
+    from flightcheck.spec.expr import Implies, Or
+    from flightcheck.spec.model import PROGRESS_ACTIONS
+
+    progress = [a for a in spec.actions if a.name in PROGRESS_ACTIONS]
+
+    def check(spec: FlightSpec, state: Sequence[Any]) -> Any:
+        s = spec.view(state)
+        live = Or(*[spec.is_live(s, i) for i in range(spec.num_requests)])
+        return Implies(live, Or(*[spec.guard(state, a) for a in progress]))
+
+    return Invariant("no_deadlock", check, "No state with a live request is left without an engine step.")
+
+
+def checked_properties(spec: FlightSpec) -> list[Any]:
+    """What the z3 checks check: the spec's safety properties, then ``no_deadlock`` as an invariant."""
+    from flightcheck.spec.properties import properties_for, safety_properties
+
+    props: list[Any] = list(safety_properties(spec))
+    if any(p.kind == "deadlock_free" for p in properties_for(spec)):
+        props.append(deadlock_invariant(spec))
+    return props
+
+
 def _bounded(spec: FlightSpec, state: Sequence[Any]) -> Any:
     from flightcheck.spec.expr import And
 
