@@ -49,3 +49,35 @@ def test_patched_context_restores_the_engine():
     assert Coordinator.release is original
     result = run_conformance(ConformOptions(examples=5, max_rules=10, seed=1, coordination="single-flight"))
     assert result.ok, result.failure.format()
+
+
+def test_cli_conform_exit_codes():
+    import json
+
+    from typer.testing import CliRunner
+
+    from flightcheck.checks.cli import app
+
+    runner = CliRunner()
+    ok = runner.invoke(app, ["conform", "--examples", "5", "--max-rules", "10", "--seed", "3", "--json"])
+    assert ok.exit_code == 0, ok.output
+    out = json.loads(ok.output)
+    assert out["verdict"] == "conformed" and out["runs"] >= 5 and out["failure"] is None
+    bad = runner.invoke(app, ["conform", "--examples", "40", "--seed", "1", "--mutant", "follower-admitted-early",
+                              "--coordination", "single-flight", "--json"])
+    assert bad.exit_code == 1
+    failure = json.loads(bad.output)["failure"]
+    assert failure["diagnosis"]["properties"] == ["follower_waits_for_release"]
+    assert failure["rules"][0].startswith("engine(") and any(r.startswith("arrive(") for r in failure["rules"])
+    assert runner.invoke(app, ["conform", "--model", "huge"]).exit_code == 2
+    assert runner.invoke(app, ["conform", "--mutant", "nope"]).exit_code == 2
+    assert runner.invoke(app, ["conform", "--release", "later"]).exit_code == 2
+
+
+def test_conform_stage_rows():
+    from flightcheck.checks.cmd_conform import conform_stage
+    rows = conform_stage(quick=True)
+    assert [r.item for r in rows] == ["tiny after-prefill incremental", "tiny after-prefill on-completion",
+                                      "tiny on-completion incremental", "tiny on-completion on-completion",
+                                      "probe 8 cold identical requests"]
+    assert all(r.ok for r in rows), [r.detail for r in rows if not r.ok]
