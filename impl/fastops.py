@@ -49,26 +49,35 @@ def silu_mul(gate: mx.array, up: mx.array) -> mx.array:
 
 
 def attention(queries: mx.array, keys: mx.array, values: mx.array, scale: float, mask: mx.array | None) -> mx.array:
-    """Scaled dot-product attention with grouped KV heads.
+    """Scaled dot-product attention with grouped KV heads, keys in KV-head-major layout.
 
-    ``queries`` [B, H, L, d], ``keys``/``values`` [B, Hkv, S, d], ``mask`` a boolean array
-    broadcastable to [B, H, L, S] (True = attend) or None. Returns [B, H, L, d].
+    ``queries`` [B, H, L, d]; ``keys``/``values`` [Hkv, B, S, d] (the layout a gather from the
+    runner's [Hkv, slots, d] pools gives without a copy); ``mask`` boolean, broadcastable to
+    [B, 1, L, S] (True = attend), or None. Returns [B, H, L, d].
+
+    Written out in matmuls rather than ``mx.fast.scaled_dot_product_attention`` (which on the CPU is
+    the same ops, but wants [B, Hkv, S, d] keys, i.e. a transposed copy of every gathered key):
+    the queries of the ``H // Hkv`` heads sharing a KV head form one block, one matmul per KV head
+    and sequence.
     """
     B, H, L, d = queries.shape
-    S, Hkv = keys.shape[2], keys.shape[1]
-    if not NUMPY_ROUTE or B * H * L * S < MIN_NUMPY_SCORES or queries.dtype != mx.float32:
-        return mx.fast.scaled_dot_product_attention(queries, keys, values, scale=scale, mask=mask)
+    Hkv, S = keys.shape[0], keys.shape[2]
     group = H // Hkv
-    # Queries of the heads sharing one KV head become one [group * L, d] block: one matmul per KV head.
-    q = (queries * scale).reshape(B, Hkv, group * L, d)
-    scores = (q @ keys.swapaxes(-1, -2)).reshape(B, Hkv, group, L, S)
+    q = (queries * scale).reshape(B, Hkv, group * L, d).transpose(1, 0, 2, 3)  # [Hkv, B, group*L, d]
+    scores = (q @ keys.swapaxes(-1, -2)).reshape(Hkv, B, group, L, S)
     if mask is not None:
-        mask = mx.broadcast_to(mask, (B, H, L, S)).reshape(B, Hkv, group, L, S)
-        scores = mx.where(mask, scores, -np.inf)
+        scores = mx.where(mask.reshape(1, B if mask.ndim == 4 else 1, 1, L, S), scores, -np.inf)
+    probs = _softmax(scores).reshape(Hkv, B, group * L, S)
+    out = probs @ values  # [Hkv, B, group*L, d]
+    return out.transpose(1, 0, 2, 3).reshape(B, H, L, d)
+
+
+def _softmax(scores: mx.array) -> mx.array:
+    if not NUMPY_ROUTE or scores.size < MIN_NUMPY_SCORES or scores.dtype != mx.float32:
+        return mx.softmax(scores, axis=-1)
     mx.eval(scores)
     s = np.array(scores)  # writable copy: the softmax runs in place
     s -= s.max(axis=-1, keepdims=True)
     np.exp(s, out=s)
     s /= s.sum(axis=-1, keepdims=True)
-    probs = mx.array(s).reshape(B, Hkv, group * L, S)
-    return (probs @ values).reshape(B, H, L, d)
+    return mx.array(s)

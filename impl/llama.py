@@ -85,7 +85,8 @@ class ContiguousCache:
         if num_new > 1:
             q_pos = mx.arange(total - num_new, total)[:, None]
             mask = q_pos >= mx.arange(total)[None, :]
-        return fastops.attention(queries, self.keys, self.values, scale, mask)
+        # fastops wants KV-head-major keys [Hkv, B, S, d].
+        return fastops.attention(queries, self.keys.transpose(1, 0, 2, 3), self.values.transpose(1, 0, 2, 3), scale, mask)
 
 
 class Attention(nn.Module):

@@ -143,21 +143,21 @@ class _PagedLayerCache:
         # Write first: every new token's K/V goes to its slot, so the gathers below see it.
         k_pool = runner.k_pools[self.layer]
         v_pool = runner.v_pools[self.layer]
-        k_pool[plan.write_slots] = keys[0].transpose(1, 0, 2)
-        v_pool[plan.write_slots] = values[0].transpose(1, 0, 2)
+        k_pool[:, plan.write_slots] = keys[0]  # pools are [Hkv, slots, d]: keys[0] is [Hkv, T, d]
+        v_pool[:, plan.write_slots] = values[0]
         runner.k_pools[self.layer] = k_pool
         runner.v_pools[self.layer] = v_pool
         outs = []
         if plan.decode is not None:
             group = plan.decode
             q = queries[:, :, : group.num_rows].transpose(2, 1, 0, 3)  # [Bd, H, 1, d]
-            k = k_pool[group.gather_slots].transpose(0, 2, 1, 3)  # [Bd, Hkv, Lmax, d]
-            v = v_pool[group.gather_slots].transpose(0, 2, 1, 3)
+            k = k_pool[:, group.gather_slots]  # [Hkv, Bd, Lmax, d]
+            v = v_pool[:, group.gather_slots]
             out = fastops.attention(q, k, v, scale, group.mask)
             outs.append(out.transpose(2, 1, 0, 3))
         for group in plan.prefills:
-            k = k_pool[group.gather_slots].transpose(1, 0, 2)[None]  # [1, Hkv, L, d]
-            v = v_pool[group.gather_slots].transpose(1, 0, 2)[None]
+            k = k_pool[:, group.gather_slots][:, None]  # [Hkv, 1, L, d]
+            v = v_pool[:, group.gather_slots][:, None]
             for r0, r1, num_keys in group.query_blocks(runner.query_block):
                 q = queries[:, :, group.row_start + r0: group.row_start + r1]
                 outs.append(fastops.attention(q, k[:, :, :num_keys], v[:, :, :num_keys], scale,
@@ -186,7 +186,8 @@ class ModelRunner:
         args = model.args
         self.vocab_size = args.vocab_size
         self.max_positions = args.max_position_embeddings
-        shape = (num_pages * page_size, args.num_key_value_heads, args.head_dim)
+        # [Hkv, slots, d]: a gather of a sequence's slots is then [Hkv, L, d], the layout attention reads.
+        shape = (args.num_key_value_heads, num_pages * page_size, args.head_dim)
         self.k_pools = [mx.zeros(shape, dtype=kv_dtype) for _ in range(args.num_hidden_layers)]
         self.v_pools = [mx.zeros(shape, dtype=kv_dtype) for _ in range(args.num_hidden_layers)]
         mx.eval(self.k_pools, self.v_pools)
@@ -235,6 +236,11 @@ class ModelRunner:
         mx.eval(logits, self.k_pools, self.v_pools)
         return logits
 
+    def page_kv(self, layer: int, page: int) -> tuple[mx.array, mx.array]:
+        """Keys and values stored in one page of one layer, each [page_size, Hkv, d] (for inspection)."""
+        span = slice(page * self.page_size, (page + 1) * self.page_size)
+        return self.k_pools[layer][:, span].transpose(1, 0, 2), self.v_pools[layer][:, span].transpose(1, 0, 2)
+
     def copy_page(self, src: int, dst: int) -> None:
         """Copies page ``src``'s K/V into page ``dst`` in every layer (copy-on-write helper)."""
         for p in (src, dst):
@@ -243,6 +249,6 @@ class ModelRunner:
         s, d = src * self.page_size, dst * self.page_size
         for pools in (self.k_pools, self.v_pools):
             for i, pool in enumerate(pools):
-                pool[d: d + self.page_size] = pool[s: s + self.page_size]
+                pool[:, d: d + self.page_size] = pool[:, s: s + self.page_size]
                 pools[i] = pool
         mx.eval(self.k_pools, self.v_pools)
