@@ -221,7 +221,7 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
             coordination = opts.coordination or d(st.sampled_from(("single-flight", "single-flight", "none")),
                                                   label="coordination")
             capacity = d(st.integers(1, 3), label="capacity")
-            chunk = d(st.sampled_from((1, 64)), label="chunk")
+            chunk = d(st.sampled_from((1, 2, 64)), label="chunk")
             num_classes = d(st.integers(1, 2), label="classes")
             shapes = [(d(st.integers(1, 3), label=f"pages{c}"), d(st.sampled_from((0, 1, 9, 15)), label=f"tail{c}"))
                       for c in range(num_classes)]

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from flightcheck.checks.abstraction import KVWitness, abstract_state, chain_tags, state_diff, without_ghosts
@@ -393,7 +393,7 @@ class TraceValidator:
             before = tr.state
             if not self.spec.guard(before, action):
                 self._refused(event, action, before)
-            after = self.spec.apply(before, action)
+            after = self._apply(before, action, event)
             self._check_payload(event, action, before, after)
             tr.state = after
             tr.last_action = action
@@ -405,6 +405,25 @@ class TraceValidator:
         if self.compare_states:
             self.compare(event, action, before)
         return action
+
+    def _apply(self, before: State, action: Action, event: dict) -> State:
+        """The spec's successor; a prefill the engine cut short is the spec's prefill with that chunk.
+
+        Why: the spec's ``chunk`` is what one prefill of one request computes, the engine's
+        ``prefill_chunk_pages`` a budget one step shares among requests, so a request may get fewer
+        units than the budget. Such a prefill is a run of the same spec with a smaller chunk, and
+        every property is checked for every chunk size, so it is accepted (more units are not).
+        """
+        spec = self.spec
+        units = event.get("num_units") if action.name == "prefill" else None
+        if isinstance(units, int) and 1 <= units < spec.policy.chunk:
+            full = spec.policy
+            spec.policy = replace(full, chunk=units)
+            try:
+                return spec.apply(before, action)
+            finally:
+                spec.policy = full
+        return spec.apply(before, action)
 
     def _refused(self, event: dict, action: Action, before: State) -> None:
         props, notes = [], []

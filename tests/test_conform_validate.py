@@ -133,3 +133,24 @@ def test_cli_validate_bad_input(tmp_path):
     unknown.write_text('{"seq": 0, "action": "teleport", "request": 0}\n')
     r = runner.invoke(app, ["validate", str(unknown), "--json"])
     assert r.exit_code == 1 and "unknown action 'teleport'" in json.loads(r.output)["diagnosis"]["summary"]
+
+
+def test_a_prefill_budget_shared_between_requests_validates():
+    # The engine's prefill_chunk_pages is a per-step budget: with 7 pages and prompts of 5 units, the
+    # second request gets what the first left. The spec reads a short prefill as a smaller chunk.
+    engine = Engine.tiny(EngineConfig(num_pages=128, coordination="none", prefill_chunk_pages=7))
+    monitor = Monitor(engine)
+    for k in range(4):
+        engine.add_request([k + 1] * 70, SamplingParams(max_tokens=3))
+    engine.run()
+    monitor.check()
+    assert [(e["request"], e["num_units"]) for e in engine.events.of("prefill")] == \
+        [(0, 5), (1, 2), (1, 3), (2, 4), (2, 1), (3, 5)]
+    assert validate_events(engine.events.events, policy_of(engine.config)).ok
+    # More units than the budget is not a smaller chunk: rejected.
+    events = [dict(e) for e in engine.events.events]
+    first = next(e for e in events if e["action"] == "prefill")
+    report = validate_events(events, policy_of(EngineConfig(num_pages=128, coordination="none", prefill_chunk_pages=3)))
+    assert not report.ok
+    assert report.diagnosis.reasons == ["num_units: engine 5, spec 3", "first_token: engine True, spec False"]
+    assert first["num_units"] == 5
