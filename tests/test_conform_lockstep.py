@@ -19,8 +19,8 @@ def test_tiny_engine_conforms(release, publication):
                                             examples=100 if SLOW else 25, max_rules=25, seed=7))
     assert result.ok, result.failure.format()
     assert result.runs >= 10
-    # Every run took engine steps and every event went through the spec.
-    assert result.steps > result.runs and result.events > result.steps
+    # Runs took engine steps, and their events went through the spec.
+    assert result.steps > result.runs and result.events > 2 * result.runs
     assert len(result.transitions) > 20
 
 
