@@ -215,6 +215,7 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
         # --- set-up ---------------------------------------------------------------------------
         @initialize(data=st.data())
         def setup(self, data: Any) -> None:
+            """Draw the policy, capacities, templates and swarm; build the engine and its monitor."""
             d = data.draw
             release = opts.release or d(st.sampled_from(RELEASES), label="release")
             publication = opts.publication or d(st.sampled_from(PUBLICATIONS), label="publication")
@@ -252,6 +253,7 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
         @precondition(lambda self: self.engine is not None and len(self.engine.scheduler.requests) < MAX_ARRIVALS)
         @rule(data=st.data())
         def arrive(self, data: Any) -> None:
+            """A request from the template pool arrives with drawn sampling settings."""
             t = data.draw(st.integers(0, len(self.templates) - 1), label="template")
             temperature = data.draw(st.sampled_from((0.0, 0.8)), label="temperature")
             seed = data.draw(st.integers(0, 3), label="seed")
@@ -263,6 +265,7 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
         @precondition(lambda self: self.engine is not None)
         @rule(num=st.integers(1, 3))
         def step(self, num: int) -> None:
+            """The engine takes ``num`` steps; a step that does nothing while requests are live is a deadlock."""
             for _ in range(num):
                 self.rules.append("step()")
                 self._step()
@@ -301,6 +304,7 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
             {"abort": self.abort, "notify": self.notify, "hold": self.hold}[kind](data)
 
         def abort(self, data: Any) -> None:
+            """Cancel a running, leading, following or waiting request."""
             kinds = [k for k in ABORT_KINDS if self._live(k)]
             if not kinds:
                 return
@@ -315,6 +319,7 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
             self._guarded("abort", lambda: self.engine.abort(rid))
 
         def notify(self, data: Any) -> None:
+            """A termination for an unknown or terminated ID: must raise and change nothing."""
             sched = self.engine.scheduler
             dead = [r for r, q in sched.requests.items() if not q.phase.is_live]
             choices = ["unknown"] + (["terminated"] if dead else [])
@@ -345,6 +350,7 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
                                        reasons=["engine.snapshot() differs before and after"]))
 
         def hold(self, data: Any) -> None:
+            """Hold a request's prefill at the barrier, or resume a held one."""
             held, holdable = self._live("held"), self._live("holdable")
             if data.draw(st.booleans(), label="resume") and held:
                 rid = data.draw(st.sampled_from(held), label="resume id")
@@ -358,10 +364,12 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
         # --- invariants and the end -----------------------------------------------------------
         @invariant()
         def conforms(self) -> None:
+            """After every rule: the abstract engine state equals the spec's and violates no property."""
             if self.monitor is not None:
                 self._guarded("the state check", lambda: self.monitor.check())
 
         def teardown(self) -> None:
+            """Drain the engine (every request must terminate), then record the run's figures."""
             if self.engine is None:
                 return
             try:

@@ -52,10 +52,12 @@ class CoverageResult:
 
     @property
     def num_states(self) -> int:
+        """States of the explored graph."""
         return self.explored.graph.number_of_nodes()
 
     @property
     def num_edges(self) -> int:
+        """Edges of the explored graph."""
         return self.explored.graph.number_of_edges()
 
     @property

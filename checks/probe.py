@@ -69,6 +69,7 @@ class _Counter:
         return getattr(self._runner, name)
 
     def forward(self, chunks: list) -> Any:
+        """Count the shared pages each chunk computes in full, then run the real forward pass."""
         size = self._runner.page_size
         for chunk in chunks:
             for p in range(self.num_shareable):

@@ -126,9 +126,11 @@ class _Driver:
 
     @property
     def sched(self) -> Any:
+        """The engine's scheduler (its guard/command pairs)."""
         return self.engine.scheduler
 
     def request(self, i: int) -> Any:
+        """The engine request standing for spec request ``i``."""
         return self.sched.requests[self.engine_id[i]]
 
     def run(self, action: Action) -> str | None:

@@ -359,6 +359,7 @@ class TraceValidator:
 
     @property
     def spec(self) -> FlightSpec:
+        """The tracker's current spec (it grows as requests arrive)."""
         return self.tracker.spec
 
     def _fail(self, kind: str, summary: str, event: dict | None, action: Action | None, state: State | None,
@@ -563,10 +564,12 @@ class Monitor:
 
     @property
     def spec(self) -> FlightSpec | None:
+        """The spec the monitor checks against (None before the first arrival)."""
         return self.tracker.spec
 
     @property
     def state(self) -> State | None:
+        """The spec state the engine's events have led to."""
         return self.tracker.state
 
 
