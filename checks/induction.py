@@ -32,7 +32,7 @@ from typing import Any, Sequence
 import z3
 
 from flightcheck.checks.bmc import check_bmc
-from flightcheck.checks.counterexample import Counterexample, changes, describe
+from flightcheck.checks.counterexample import Counterexample, changes, describe, label
 from flightcheck.checks.symbolic import IN_BOUNDS, TransitionSystem, checked_properties
 from flightcheck.spec.lemmas import lemmas_for
 from flightcheck.spec.model import FlightSpec
@@ -50,7 +50,8 @@ class Cti:
 
     def format(self, spec: FlightSpec) -> str:
         """The first state described in full, then each step with what it changed."""
-        lines = [f"counterexample to induction for {self.property} (k={self.k}):", f"   s0 = {describe(spec, self.states[0])}"]
+        lines = [f"counterexample to induction for {self.property} (k={self.k}), from the unreachable state:"]
+        lines += [f"      {line}" for line in label(spec, self.states[0]).splitlines()]
         for n, (a, before, after) in enumerate(zip(self.actions, self.states, self.states[1:]), 1):
             lines.append(f"   {n}. {a:<12} {changes(spec, before, after)}")
         return "\n".join(lines)
@@ -63,7 +64,10 @@ class Cti:
 
 @dataclass
 class ProofResult:
-    """The verdict for one property: ``proved`` (for every depth), ``bounded`` or ``violated``."""
+    """The verdict for one property: ``proved`` (for every depth), ``bounded`` or ``violated``.
+
+    ``seconds`` is the solver time of the property's own induction step queries (for ``violated``: the
+    BMC time to its counterexample); the shared BMC base case is :attr:`ProofReport.bmc_seconds`."""
 
     property: str
     status: str
@@ -89,6 +93,8 @@ class ProofReport:
 
     results: list[ProofResult]
     lemmas: list[ProofResult] = field(default_factory=list)
+    seconds: float = 0.0
+    bmc_seconds: float = 0.0
 
     def result(self, name: str) -> ProofResult:
         """The result for the property or lemma called ``name``."""
@@ -113,15 +119,17 @@ def prove(spec: FlightSpec, props: Sequence[Any] | None = None, *, max_k: int = 
     candidates = props + aux
     base_depth = max(depth, max_k - 1)
     bmc = {r.property: r for r in check_bmc(spec, candidates, base_depth)}
+    bmc_seconds = time.monotonic() - start
     ts = TransitionSystem(spec)
     proved: dict[str, tuple[int, tuple[str, ...]]] = {}
     ctis: dict[str, Cti] = {}
+    seconds: dict[str, float] = {}
     live = [c for c in candidates if bmc[c.name].status != "violated"]
     for k in range(1, max_k + 1):
         open_ = [c for c in live if c.name not in proved]
         if not open_:
             break
-        inductive, cores, failed = _houdini(ts, [c for c in live if c.name in proved], open_, k)
+        inductive, cores, failed = _houdini(ts, [c for c in live if c.name in proved], open_, k, seconds)
         for c in inductive:
             proved[c.name] = (k, cores[c.name])
         for name, cti in failed.items():
@@ -130,18 +138,21 @@ def prove(spec: FlightSpec, props: Sequence[Any] | None = None, *, max_k: int = 
 
     def verdict(c: Any) -> ProofResult:
         b = bmc[c.name]
+        took = seconds.get(c.name, 0.0)
         if b.status == "violated":
-            return ProofResult(c.name, "violated", b.depth, elapsed, counterexample=b.counterexample)
+            return ProofResult(c.name, "violated", b.depth, b.seconds, counterexample=b.counterexample)
         if c.name in proved:
             k, core = proved[c.name]
-            return ProofResult(c.name, "proved", k, elapsed, support=core)
-        return ProofResult(c.name, "bounded", b.depth, elapsed, cti=ctis.get(c.name))
+            return ProofResult(c.name, "proved", k, took, support=core)
+        return ProofResult(c.name, "bounded", b.depth, took, cti=ctis.get(c.name))
 
-    return ProofReport([verdict(p) for p in props], [verdict(a) for a in aux])
+    return ProofReport([verdict(p) for p in props], [verdict(a) for a in aux], elapsed, bmc_seconds)
 
 
-def _houdini(ts: TransitionSystem, known: list[Any], open_: list[Any], k: int):
-    """The largest subset of ``open_`` that is jointly k-inductive, given ``known`` at every step."""
+def _houdini(ts: TransitionSystem, known: list[Any], open_: list[Any], k: int, seconds: dict[str, float]):
+    """The largest subset of ``open_`` that is jointly k-inductive, given ``known`` at every step.
+
+    ``seconds`` accumulates the solver time spent on each candidate's step queries."""
     solver = z3.Solver()
     solver.add(ts.get_unrolling(0, k))
     if k > 1:
@@ -160,7 +171,9 @@ def _houdini(ts: TransitionSystem, known: list[Any], open_: list[Any], k: int):
         for c in list(current):
             solver.push()
             solver.add(z3.Not(ts.holds(c, k)))
+            began = time.monotonic()
             r = solver.check(*[use[x.name] for x in known + current])
+            seconds[c.name] = seconds.get(c.name, 0.0) + time.monotonic() - began
             if r == z3.unsat:
                 core = {str(x) for x in solver.unsat_core()}
                 cores[c.name] = tuple(x.name for x in known + current if x is not c and f"use_{x.name}" in core)

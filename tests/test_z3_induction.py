@@ -73,7 +73,7 @@ def test_counterexample_to_induction_is_a_real_transition_from_an_unreachable_st
                 queue.append(t)
     assert cti.states[0] not in seen
     text = cti.format(spec)
-    assert text.startswith("counterexample to induction for single_prefill (k=2)") and "PAGE PREFILLED TWICE" in text
+    assert text.startswith("counterexample to induction for single_prefill (k=2), from the unreachable state:") and "PAGE PREFILLED TWICE" in text
 
 
 def test_lemmas_hold_on_every_reachable_state_of_the_explorer_graph():

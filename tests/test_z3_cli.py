@@ -1,0 +1,78 @@
+"""``flightcheck prove`` and ``flightcheck equiv``: exit codes, JSON shape, printed paths."""
+
+import json
+import re
+
+from typer.testing import CliRunner
+
+from flightcheck.checks.cli import app
+
+runner = CliRunner()
+
+
+def test_prove_correct_design_json_both_release_points():
+    r = runner.invoke(app, ["prove", "--scenario", "burst2-abort", "--depth", "2", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["ok"] is True and [run["release"] for run in out["runs"]] == ["after-prefill", "on-completion"]
+    for run in out["runs"]:
+        status = {p["name"]: (p["status"], p["k"]) for p in run["properties"]}
+        assert status.pop("single_prefill") == ("bounded", 2)
+        assert set(status.values()) == {("proved", 1)}
+        single = next(p for p in run["properties"] if p["name"] == "single_prefill")
+        assert single["counterexample_to_induction"]["k"] == 2
+        assert all(p["status"] == "proved" for p in run["lemmas"])
+        assert all(isinstance(p["seconds"], float) for p in run["properties"])
+
+
+def test_prove_a_mutant_exits_1_with_the_path():
+    r = runner.invoke(app, ["prove", "--variant", "forget-at-release", "--release", "after-prefill",
+                            "--depth", "9", "--max-k", "1"])
+    assert r.exit_code == 1, r.output
+    assert "termination_validated violated; path:" in r.output
+    assert re.search(r" 9\. finish\(\d\)", r.output) and "TERMINATION MISJUDGED" in r.output
+
+
+def test_prove_mutant_json_carries_the_counterexample_actions():
+    r = runner.invoke(app, ["prove", "--variant", "no-unknown-check", "--scenario", "burst2-abort",
+                            "--release", "on-completion", "--depth", "1", "--max-k", "1", "--json"])
+    assert r.exit_code == 1
+    out = json.loads(r.output)
+    tv = next(p for p in out["runs"][0]["properties"] if p["name"] == "termination_validated")
+    assert tv["status"] == "violated" and tv["k"] == 1 and len(tv["counterexample"]["actions"]) == 1
+    assert tv["counterexample"]["actions"][0].startswith("notify(")
+
+
+def test_prove_bad_arguments_exit_2():
+    for args, needle in ((["--variant", "nope"], "unknown variant 'nope'"),
+                         (["--scenario", "nope"], "unknown scenario 'nope'"),
+                         (["--release", "never"], "--release must be one of"),
+                         (["--depth", "-1"], "--depth must be >= 0")):
+        r = runner.invoke(app, ["prove", *args])
+        assert r.exit_code == 2, args
+        assert needle in r.output.replace("\n", " "), (args, r.output)
+
+
+def test_equiv_correct_and_draining_exit_0():
+    r = runner.invoke(app, ["equiv", "correct", "draining", "--scenario", "burst2", "--depth", "4", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert (out["verdict"], out["equivalent"], out["sequence"]) == ("proved", True, [])
+
+
+def test_equiv_buggy_variant_exit_1_with_the_shortest_sequence():
+    r = runner.invoke(app, ["equiv", "correct", "stranded-followers", "--no-proof"])
+    assert r.exit_code == 1
+    assert "differ after 3 step(s)" in r.output.replace("\n", " ")
+    assert " 3. release(" in r.output
+    r = runner.invoke(app, ["equiv", "correct", "early-release", "--scenario", "burst2",
+                            "--publication", "on-completion", "--json"])
+    out = json.loads(r.output)
+    assert r.exit_code == 1 and out["verdict"] == "different" and len(out["sequence"]) == 6
+    assert out["sequence"][-1].startswith("release(")
+
+
+def test_equiv_bad_arguments_exit_2():
+    assert runner.invoke(app, ["equiv", "correct", "nope"]).exit_code == 2
+    assert runner.invoke(app, ["equiv", "correct", "draining", "--depth", "-3"]).exit_code == 2
+    assert runner.invoke(app, ["equiv", "correct"]).exit_code == 2
