@@ -32,6 +32,7 @@ COMMAND_MODULES = [
     "flightcheck.checks.cmd_model",
     "flightcheck.checks.cmd_engine",
     "flightcheck.checks.cmd_conform",
+    "flightcheck.checks.cmd_prove",
 ]
 
 
