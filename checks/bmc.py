@@ -77,10 +77,15 @@ def check_bmc(spec: FlightSpec, props: Sequence[Any] | None = None, depth: int =
         if t > 0:
             solver.add(ts.trans(t - 1))
         # One query for all of them first: at most depths nothing is violated.
+        if deadline is not None:  # a single query must not overrun the budget either
+            solver.set("timeout", max(1, int((deadline - time.monotonic()) * 1000)))
         solver.push()
         solver.add(z3.Or([z3.Not(ts.holds(p, t)) for p in props if p.name not in found]))
-        any_violated = solver.check() == z3.sat
+        verdict = solver.check()
         solver.pop()
+        if verdict == z3.unknown:
+            break  # out of time: depth t is not complete
+        any_violated = verdict == z3.sat
         for prop in props if any_violated else ():
             if prop.name in found:
                 continue
