@@ -32,6 +32,8 @@ import sys
 import time
 import types
 
+import numpy as np
+
 from flightcheck.impl.blas import blas_status, mx  # first: the fast BLAS before mlx.nn  # isort: skip
 from mlx.utils import tree_flatten  # noqa: E402
 
@@ -84,13 +86,14 @@ def ours_decode(model, prompts, steps):
     runner = ModelRunner(model, num_pages=64 * len(prompts))
     tables = [list(range(64 * i, 64 * (i + 1))) for i in range(len(prompts))]
     logits = runner.forward([SeqChunk(p, 0, t) for p, t in zip(prompts, tables)])
-    tokens = [int(t) for t in mx.argmax(logits, axis=-1).tolist()]
+    # Greedy on the host, as the engine's sampler does: forward's logits are already evaluated.
+    tokens = np.asarray(logits).argmax(axis=-1).tolist()
     positions = [len(p) for p in prompts]
     out = [[] for _ in prompts]
     start = time.perf_counter()
     for _ in range(steps):
         logits = runner.forward([SeqChunk([t], pos, tab) for t, pos, tab in zip(tokens, positions, tables)])
-        tokens = [int(t) for t in mx.argmax(logits, axis=-1).tolist()]
+        tokens = np.asarray(logits).argmax(axis=-1).tolist()
         positions = [p + 1 for p in positions]
         for seq, t in zip(out, tokens):
             seq.append(t)
