@@ -65,19 +65,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a short smoke run")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--part", choices=("all", "steps", "coverage"), default="all", help="what to measure")
     args = parser.parse_args()
     runs = 20 if args.quick else 200
     budget = 5.0 if args.quick else 60.0
     out: dict = {"runs": runs}
     workload(0, True)  # warm-up: model load, MLX compilation
-    for label, checked in (("bare", False), ("checked", True)):
+    for label, checked in (("bare", False), ("checked", True)) if args.part != "coverage" else ():
         steps = seconds = 0
         for seed in range(runs):
             s, t = workload(seed, checked)
             steps, seconds = steps + s, seconds + t
         out[label] = {"steps": steps, "seconds": round(seconds, 3), "steps_per_second": round(steps / seconds, 1)}
-    out["checked_over_bare"] = round(out["checked"]["steps_per_second"] / out["bare"]["steps_per_second"], 3)
-    names = ["burst2", "notail", "burst2-abort", "burst2-cap1"] if args.quick else [n for n in SCENARIOS if n != "burst4-abort"]
+    if args.part != "coverage":
+        out["checked_over_bare"] = round(out["checked"]["steps_per_second"] / out["bare"]["steps_per_second"], 3)
+    names = [] if args.part == "steps" else ["burst2", "notail", "burst2-abort", "burst2-cap1"] if args.quick else [n for n in SCENARIOS if n != "burst4-abort"]
     out["coverage"] = []
     for name in names:
         own = cover(SCENARIOS[name], seconds=budget)
