@@ -110,8 +110,9 @@ def read_gguf(path: Path) -> tuple[dict[str, mx.array], dict[str, Any]]:
     return weights, meta
 
 
-def build_model(weights: dict[str, mx.array], meta: dict[str, Any], dequantize: bool) -> Model:
-    """A ``Model`` holding the GGUF's weights, float32-dequantized or kept quantized."""
+def build_model(weights: dict[str, mx.array], meta: dict[str, Any], dequantize: bool, fuse: bool = True) -> Model:
+    """A ``Model`` holding the GGUF's weights, float32-dequantized or kept quantized; float32 weights
+    get their q/k/v and gate/up projections stacked (``Model.fuse_projections``) unless ``fuse`` is False."""
     renamed = {_rename(k): v for k, v in weights.items()}
     args = args_from_metadata(meta)
     args = ModelArgs.from_dict({**args.__dict__, "tie_word_embeddings": "lm_head.weight" not in renamed})
@@ -132,10 +133,13 @@ def build_model(weights: dict[str, mx.array], meta: dict[str, Any], dequantize: 
                     if path in bits else False)
     model.load_weights(list(renamed.items()), strict=True)
     mx.eval(model.parameters())
+    if dequantize and fuse:
+        model.fuse_projections()
     return model
 
 
-def load_model(path: str | Path | None = None, dequantize: bool | None = None) -> tuple[Model, dict[str, Any], ModelInfo]:
+def load_model(path: str | Path | None = None, dequantize: bool | None = None,
+               fuse: bool = True) -> tuple[Model, dict[str, Any], ModelInfo]:
     """Verifies and loads the GGUF; ``dequantize=None`` chooses float32 on the CPU (see the module docstring)."""
     start = time.perf_counter()
     file = locate(path)
@@ -144,7 +148,7 @@ def load_model(path: str | Path | None = None, dequantize: bool | None = None) -
         dequantize = mx.default_device() == mx.cpu
         warn_if_slow()
     weights, meta = read_gguf(file)
-    model = build_model(weights, meta, dequantize)
+    model = build_model(weights, meta, dequantize, fuse)
     info = ModelInfo(path=str(file), args=model.args, is_dequantized=dequantize,
                      load_seconds=time.perf_counter() - start, blas=status.describe(),
                      name=str(meta.get("general.name", file.name)))

@@ -97,17 +97,32 @@ class Attention(nn.Module):
         self.head_dim = args.head_dim
         self.scale = self.head_dim**-0.5
         self.rope_base = args.rope_theta
+        self.is_fused = False
         d = args.hidden_size
         self.q_proj = nn.Linear(d, self.num_heads * self.head_dim, bias=False)
         self.k_proj = nn.Linear(d, self.num_kv_heads * self.head_dim, bias=False)
         self.v_proj = nn.Linear(d, self.num_kv_heads * self.head_dim, bias=False)
         self.o_proj = nn.Linear(self.num_heads * self.head_dim, d, bias=False)
 
+    def fuse(self) -> None:
+        """Replaces q/k/v_proj by one qkv_proj (same weights, stacked): one matmul instead of three."""
+        self.qkv_proj = _stacked(self.q_proj, self.k_proj, self.v_proj)
+        del self.q_proj, self.k_proj, self.v_proj
+        self.is_fused = True
+
+    def _project(self, x: mx.array) -> tuple[mx.array, mx.array, mx.array]:
+        if not self.is_fused:
+            return self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        num_q, num_kv = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
+        qkv = self.qkv_proj(x)
+        return qkv[..., :num_q], qkv[..., num_q: num_q + num_kv], qkv[..., num_q + num_kv:]
+
     def __call__(self, x: mx.array, cache: LayerCache | None = None) -> mx.array:
         B, L, _ = x.shape
-        q = self.q_proj(x).reshape(B, L, self.num_heads, self.head_dim).transpose(0, 2, 1, 3)
-        k = self.k_proj(x).reshape(B, L, self.num_kv_heads, self.head_dim).transpose(0, 2, 1, 3)
-        v = self.v_proj(x).reshape(B, L, self.num_kv_heads, self.head_dim).transpose(0, 2, 1, 3)
+        q, k, v = self._project(x)
+        q = q.reshape(B, L, self.num_heads, self.head_dim).transpose(0, 2, 1, 3)
+        k = k.reshape(B, L, self.num_kv_heads, self.head_dim).transpose(0, 2, 1, 3)
+        v = v.reshape(B, L, self.num_kv_heads, self.head_dim).transpose(0, 2, 1, 3)
         if cache is None:
             cache = ContiguousCache()  # a cache-less call is a fresh contiguous forward from position 0
         q = cache.rotate(q, self.head_dim, self.rope_base)
@@ -119,12 +134,34 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, args: ModelArgs):
         super().__init__()
+        self.is_fused = False
+        self.hidden_dim = args.intermediate_size
         self.gate_proj = nn.Linear(args.hidden_size, args.intermediate_size, bias=False)
         self.up_proj = nn.Linear(args.hidden_size, args.intermediate_size, bias=False)
         self.down_proj = nn.Linear(args.intermediate_size, args.hidden_size, bias=False)
 
+    def fuse(self) -> None:
+        """Replaces gate_proj and up_proj by one gate_up_proj (stacked weights)."""
+        self.gate_up_proj = _stacked(self.gate_proj, self.up_proj)
+        del self.gate_proj, self.up_proj
+        self.is_fused = True
+
     def __call__(self, x: mx.array) -> mx.array:
-        return self.down_proj(fastops.silu_mul(self.gate_proj(x), self.up_proj(x)))
+        if self.is_fused:
+            gate_up = self.gate_up_proj(x)
+            gate, up = gate_up[..., : self.hidden_dim], gate_up[..., self.hidden_dim:]
+        else:
+            gate, up = self.gate_proj(x), self.up_proj(x)
+        return self.down_proj(fastops.silu_mul(gate, up))
+
+
+def _stacked(*linears: nn.Linear) -> nn.Linear:
+    if not all(type(m) is nn.Linear and "bias" not in m for m in linears):
+        raise TypeError("only bias-free float nn.Linear layers can be fused")
+    weight = mx.concatenate([m.weight for m in linears], axis=0)
+    fused = nn.Linear(weight.shape[1], weight.shape[0], bias=False)
+    fused.weight = weight
+    return fused
 
 
 class TransformerBlock(nn.Module):
@@ -175,6 +212,18 @@ class Model(nn.Module):
 
     def __call__(self, inputs: mx.array, cache: list[LayerCache] | None = None) -> mx.array:
         return self.head(self.hidden(inputs, cache))
+
+    def fuse_projections(self) -> "Model":
+        """Stacks q/k/v and gate/up weights into one matmul each (float weights only).
+
+        Why: on the CPU every matmul is a BLAS call that wakes its threads; with 4 calls a layer
+        instead of 7, a one-token decode step measured ~13% faster here (same bytes read).
+        """
+        for layer in self.layers:
+            layer.self_attn.fuse()
+            layer.mlp.fuse()
+        mx.eval(self.parameters())
+        return self
 
     def make_cache(self) -> list[ContiguousCache]:
         return [ContiguousCache() for _ in self.model.layers]

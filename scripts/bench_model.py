@@ -38,7 +38,7 @@ from flightcheck.impl.blas import blas_status, mx  # first: the fast BLAS before
 from mlx.utils import tree_flatten  # noqa: E402
 
 from flightcheck.impl import fastops  # noqa: E402
-from flightcheck.impl.gguf import load_smollm2  # noqa: E402
+from flightcheck.impl.gguf import load_model, load_smollm2  # noqa: E402
 from flightcheck.impl.runner import ModelRunner, SeqChunk  # noqa: E402
 
 PAGE = 16
@@ -59,8 +59,10 @@ def import_mlx_lm():
     return importlib.import_module("mlx_lm.models.llama"), importlib.import_module("mlx_lm.models.cache"), version
 
 
-def mlx_lm_model(ours, llama_module):
-    a = ours.args
+def mlx_lm_model(llama_module):
+    # The same float32 weights, with mlx-lm's separate q/k/v and gate/up projections (not fused).
+    unfused, _meta, _info = load_model(dequantize=True, fuse=False)
+    a = unfused.args
     args = llama_module.ModelArgs.from_dict({
         "model_type": "llama", "hidden_size": a.hidden_size, "num_hidden_layers": a.num_hidden_layers,
         "intermediate_size": a.intermediate_size, "num_attention_heads": a.num_attention_heads,
@@ -68,7 +70,7 @@ def mlx_lm_model(ours, llama_module):
         "rope_theta": a.rope_theta, "rope_traditional": True, "tie_word_embeddings": a.tie_word_embeddings,
         "max_position_embeddings": a.max_position_embeddings})
     theirs = llama_module.Model(args)
-    theirs.load_weights(tree_flatten(ours.parameters()), strict=True)  # the very same float32 arrays
+    theirs.load_weights(tree_flatten(unfused.parameters()), strict=True)
     mx.eval(theirs.parameters())
     return theirs
 
@@ -153,7 +155,7 @@ def main(argv=None) -> int:
     print(f"BLAS: {status.describe()}; MLX {status.mlx_version} on {status.device}")
     model, tokenizer, info = load_smollm2(dequantize=True)
     llama_module, cache_module, mlx_lm_version = import_mlx_lm()
-    theirs = mlx_lm_model(model, llama_module)
+    theirs = mlx_lm_model(llama_module)
     ids = tokenizer.encode(TEXT * 40)
     prompt = ids[: args.prefill_tokens]
     batch = [ids[17 * i: 17 * i + 128] for i in range(8)]  # 8 different 128-token prompts

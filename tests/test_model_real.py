@@ -47,7 +47,9 @@ def test_gguf_architecture(real):
     assert (args.num_hidden_layers, args.hidden_size, args.num_attention_heads, args.num_key_value_heads) == (30, 576, 9, 3)
     assert (args.intermediate_size, args.vocab_size, args.rope_theta, args.head_dim) == (1536, 49152, 100000.0, 64)
     assert args.tie_word_embeddings and info.is_dequantized
-    assert model.layers[0].self_attn.q_proj.weight.dtype == mx.float32
+    attn, mlp = model.layers[0].self_attn, model.layers[0].mlp
+    assert attn.is_fused and attn.qkv_proj.weight.shape == (576 + 2 * 192, 576) and attn.qkv_proj.weight.dtype == mx.float32
+    assert mlp.is_fused and mlp.gate_up_proj.weight.shape == (2 * 1536, 576)
     assert sum(v.size for _, v in nn.utils.tree_flatten(model.parameters())) == 134_515_008
 
 

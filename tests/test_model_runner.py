@@ -204,3 +204,16 @@ def test_query_blocks_give_the_same_logits(model, query_block):
     runner.forward([SeqChunk(tokens[:21], 0, list(range(6)))])
     logits = runner.forward([SeqChunk(tokens[21:], 21, list(range(6)))])
     np.testing.assert_allclose(np.array(logits[0]), _reference_logits(model, tokens)[-1], atol=ATOL)
+
+
+def test_fused_projections_give_the_same_logits():
+    """Model.fuse_projections stacks q/k/v and gate/up weights: same logits, 4 matmuls a layer instead of 7."""
+    tokens = mx.array([_prompt(80, 40)])
+    plain = tiny_model(seed=2)
+    fused = tiny_model(seed=2).fuse_projections()
+    assert fused.layers[0].self_attn.is_fused and not hasattr(fused.layers[0].self_attn, "q_proj")
+    assert fused.layers[1].mlp.gate_up_proj.weight.shape == (256, 64)
+    np.testing.assert_allclose(np.array(fused(tokens)), np.array(plain(tokens)), atol=ATOL)
+    runner = ModelRunner(fused, num_pages=8)
+    logits = runner.forward([SeqChunk(_prompt(80, 40), 0, [3, 1, 4])])
+    np.testing.assert_allclose(np.array(logits[0]), np.array(plain(tokens))[0, -1], atol=ATOL)
