@@ -7,9 +7,9 @@ milliseconds. Weights come from a fixed seed, so two calls give identical models
 
 from __future__ import annotations
 
-from flightcheck.impl.blas import mx  # first: loads the fast BLAS before mlx
+from mlx.utils import tree_flatten, tree_unflatten  # after flightcheck/impl/__init__.py loaded the BLAS
 
-from mlx.utils import tree_flatten, tree_unflatten  # noqa: E402
+from flightcheck.impl.blas import mx
 from flightcheck.impl.llama import Model, ModelArgs
 
 TINY_ARGS = ModelArgs(
