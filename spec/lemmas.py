@@ -27,10 +27,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from flightcheck.spec.expr import And, Implies, Not, Or
+from flightcheck.spec.expr import And, If, Implies, Not, Or, Sum
 from flightcheck.spec.model import FlightSpec
 from flightcheck.spec.state import (
-    ABSENT, BLOCKED, CLOSED, DECODE, DRAINING, NOT_CACHED, OPEN, PREFILL, WAITING, View,
+    ABORTED, ABSENT, BLOCKED, CLOSED, DECODE, DRAINING, FINISHED, NOT_CACHED, OPEN, PREFILL, WAITING, View,
 )
 
 
@@ -150,9 +150,93 @@ def draining_members(spec: FlightSpec, s: View) -> Any:
     return And(*conds)
 
 
+@lemma("Without coordination there are no flights: no flight slot, membership or index entry is ever set.")
+def uncoordinated_has_no_flights(spec: FlightSpec, s: View) -> Any:
+    if spec.policy.single_flight:
+        return True
+    n = spec.num_requests
+    return And(*[s.fl[f] == CLOSED for f in range(n)], *[s.mem[i] == 0 for i in range(n)],
+               *[s.idx[c] == 0 for c in range(len(spec.layout.classes))])
+
+
+def _failure_free(spec: FlightSpec, s: View) -> Any:
+    return And(*[s.ph[j] != ABORTED for j in _per_request(spec)])
+
+
+def _all_cached(spec: FlightSpec, s: View, c: int) -> Any:
+    base = spec.layout.page_base[c]
+    return And(*[s.pg[k] != NOT_CACHED for k in range(base, base + spec.layout.num_shareable[c])])
+
+
+def is_released(spec: FlightSpec, s: View, j: int) -> Any:
+    """``j`` was released from its flight: in the released set, or (draining design) a member of a
+    draining flight."""
+    n = spec.num_requests
+    return Or(s.rel[j] == 1, *[And(s.mem[j] == f + 1, s.fl[f] == DRAINING) for f in range(n)])
+
+
+def is_busy(spec: FlightSpec, s: View, j: int) -> Any:
+    """``j`` may still compute a shareable page, or holds one it has not published: waiting while its
+    prefix is not all cached, prefilling short of its shareable pages, or holding private pages."""
+    h = spec.shareable(j)
+    return Or(
+        And(s.ph[j] == WAITING, Not(_all_cached(spec, s, spec.cls(j)))),
+        And(s.ph[j] == PREFILL, s.done[j] < h),
+        And(spec.is_live(s, j), s.pubd[j] < spec.published_upto(s, j)),
+    )
+
+
+@lemma("Single-flight, failure-free: at most one request per input is busy computing or holding unpublished shareable pages.")
+def one_busy_per_input(spec: FlightSpec, s: View) -> Any:
+    if not spec.policy.single_flight:
+        return True
+    conds = []
+    for c in range(len(spec.layout.classes)):
+        mine = [j for j in _per_request(spec) if spec.cls(j) == c]
+        conds.append(Sum(If(is_busy(spec, s, j), 1, 0) for j in mine) <= 1)
+    return Implies(_failure_free(spec, s), And(*conds))
+
+
+@lemma("Single-flight, failure-free: the next page a prefilling request computes is not cached.")
+def next_page_uncached(spec: FlightSpec, s: View) -> Any:
+    if not spec.policy.single_flight:
+        return True
+    conds = []
+    for i in _per_request(spec):
+        for p, k in enumerate(spec.pages_of(i)):
+            conds.append(Implies(And(s.ph[i] == PREFILL, s.done[i] == p), s.pg[k] == NOT_CACHED))
+    return Implies(_failure_free(spec, s), And(*conds))
+
+
+@lemma("Single-flight: a released request still waiting, prefilling or holding unpublished pages is a follower, so its leader arrived.")
+def released_follower_has_company(spec: FlightSpec, s: View) -> Any:
+    if not spec.policy.single_flight:
+        return True
+    conds = []
+    for j in _per_request(spec):
+        others = [s.ph[o] != ABSENT for o in _per_request(spec) if o != j and spec.cls(o) == spec.cls(j)]
+        private = And(spec.is_live(s, j), s.pubd[j] < spec.published_upto(s, j))
+        unfinished = Or(s.ph[j] == WAITING, s.ph[j] == PREFILL, private)
+        conds.append(Implies(And(is_released(spec, s, j), unfinished), Or(*others)))
+    return And(*conds)
+
+
+@lemma("Single-flight, failure-free, no eviction: once a request of an input finished, or a released follower waits, every shareable page of the input is cached.")
+def finished_input_cached(spec: FlightSpec, s: View) -> Any:
+    if not spec.policy.single_flight or spec.scenario.eviction:
+        return True
+    conds = []
+    for j in _per_request(spec):
+        cached = _all_cached(spec, s, spec.cls(j))
+        conds.append(Implies(s.ph[j] == FINISHED, cached))
+        conds.append(Implies(And(is_released(spec, s, j), s.ph[j] == WAITING), cached))
+    return Implies(_failure_free(spec, s), And(*conds))
+
+
 LEMMAS: tuple[Lemma, ...] = (
     absent_is_blank, terminated_is_forgotten, progress_matches_phase, cache_prefix_closed,
-    live_is_known, members_of_open_flights, draining_members,
+    live_is_known, members_of_open_flights, draining_members, one_busy_per_input, next_page_uncached,
+    released_follower_has_company, finished_input_cached, uncoordinated_has_no_flights,
 )
 
 
