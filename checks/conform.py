@@ -312,7 +312,7 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
             ids = self._live(kind)
             rid = data.draw(st.sampled_from(ids), label="abort id")
             req = self.engine.scheduler.requests[rid]
-            if kind == "leader" and req.phase.value == "prefill":
+            if rid in self._live("leader") and req.phase.value == "prefill":
                 self.features["leader_aborted_in_prefill"] += 1
             self.rules.append(f"abort(r{rid}, a {kind} in {req.phase.value})")
             self.features["aborts"] += 1
