@@ -28,6 +28,7 @@ import importlib.metadata
 import importlib.util
 import json
 import statistics
+import subprocess
 import sys
 import time
 import types
@@ -153,6 +154,13 @@ def main(argv=None) -> int:
 
     status = blas_status()
     print(f"BLAS: {status.describe()}; MLX {status.mlx_version} on {status.device}")
+    # The same matmul with MLX bound to the reference BLAS (MLX imported before flightcheck).
+    probe = ("import mlx.core\nfrom flightcheck.impl.blas import measure_matmul_gflops\n"
+             "print(measure_matmul_gflops())")
+    reference_gflops = float(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                                            check=True).stdout)
+    print(f"fp32 384x384 matmul: {status.matmul_gflops:.0f} GFLOP/s with OpenBLAS, {reference_gflops:.1f} GFLOP/s "
+          f"with MLX's default BLAS ({status.matmul_gflops / reference_gflops:.0f}x)")
     model, tokenizer, info = load_smollm2(dequantize=True)
     llama_module, cache_module, mlx_lm_version = import_mlx_lm()
     theirs = mlx_lm_model(llama_module)
@@ -210,7 +218,8 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"medians": medians, "runs": results, "ratios": ratios, "tokens_agree": tokens_agree,
-                       "mlx_lm_version": mlx_lm_version, "blas": status.describe()}, f, indent=2)
+                       "mlx_lm_version": mlx_lm_version, "blas": status.describe(),
+                       "matmul_gflops": {"openblas": status.matmul_gflops, "reference": reference_gflops}}, f, indent=2)
     return 0
 
 
