@@ -64,6 +64,9 @@ def register(app: typer.Typer) -> None:
         bound_host, bound_port = server.address
         err.print(f"serving {model} on http://{bound_host}:{bound_port} "
                   f"({coordination}, release {release}, publication {publication}); Ctrl-C stops", highlight=False)
+        info = engine.info()
+        style = "" if info["is_fast_blas"] else "[bold yellow]warning:[/] "
+        err.print(f"{style}{info['model']}; {info['blas']}", highlight=False)
         try:
             server.serve_forever()
         except KeyboardInterrupt:

@@ -59,13 +59,14 @@ class Engine:
     """A paged-KV, prefix-caching, single-flight LLM engine over a ``ModelRunner``."""
 
     def __init__(self, runner, tokenizer: TextCodec | None = None, config: EngineConfig | None = None, *,
-                 eos_token_ids: Sequence[int] = (), event_log_path: str | None = None) -> None:
+                 eos_token_ids: Sequence[int] = (), event_log_path: str | None = None, model_name: str = "custom") -> None:
         self.config = config or EngineConfig(num_pages=runner.num_pages)
         if self.config.num_pages != runner.num_pages:
             raise InvalidConfigError(f"config.num_pages is {self.config.num_pages} but the runner's pools hold "
                                      f"{runner.num_pages} pages; build the ModelRunner with num_pages={self.config.num_pages}")
         self.runner = runner
         self.tokenizer = tokenizer
+        self.model_name = model_name
         self.context = min(self.config.max_context or runner.max_positions, runner.max_positions)
         self.events = EventLog(event_log_path)
         self.scheduler = Scheduler(runner, self.config, self.events, eos_token_ids=frozenset(eos_token_ids),
@@ -82,9 +83,11 @@ class Engine:
         from flightcheck.impl.runner import ModelRunner
 
         config = config or EngineConfig()
-        model, tokenizer, _ = load_smollm2(path, dequantize)
+        model, tokenizer, info = load_smollm2(path, dequantize)
+        weights = "float32 (dequantized)" if info.is_dequantized else "4-bit"
         return cls(ModelRunner(model, num_pages=config.num_pages), tokenizer, config,
-                   eos_token_ids=[tokenizer.eos_id], event_log_path=event_log_path)
+                   eos_token_ids=[tokenizer.eos_id], event_log_path=event_log_path,
+                   model_name=f"{info.name}, {weights} weights")
 
     @classmethod
     def tiny(cls, config: EngineConfig | None = None, *, seed: int = 0, event_log_path: str | None = None) -> "Engine":
@@ -94,7 +97,7 @@ class Engine:
 
         config = config or EngineConfig()
         return cls(ModelRunner(tiny_model(seed), num_pages=config.num_pages), None, config,
-                   event_log_path=event_log_path)
+                   event_log_path=event_log_path, model_name=f"tiny random Llama (seed {seed})")
 
     # --- requests ------------------------------------------------------------------------------
     def add_request(self, prompt: str | Sequence[int], sampling: SamplingParams | dict[str, Any] | None = None) -> int:
@@ -268,6 +271,17 @@ class Engine:
     @property
     def counters(self) -> dict[str, int]:
         return self.scheduler.counters.as_dict()
+
+    def info(self) -> dict[str, Any]:
+        """What runs and how: the model, whether MLX's fast BLAS path is in effect, the pool and the config."""
+        from dataclasses import asdict
+
+        from flightcheck.impl.blas import blas_status
+
+        status = blas_status()
+        return {"model": self.model_name, "blas": status.describe(), "is_fast_blas": status.is_fast,
+                "device": status.device, "context": self.context, "page_size": self.runner.page_size,
+                "num_pages": self.runner.num_pages, "kv_bytes": self.runner.kv_bytes, "config": asdict(self.config)}
 
     def phase(self, request_id: int) -> str:
         request = self.scheduler.requests.get(request_id)

@@ -13,7 +13,7 @@ Endpoints:
   ``{"done": true, "finish_reason", "recovered_tokens", "ttft_ms", "completion_ms"}`` line. Bad input
   is a 400 with ``{"error": message}``, before anything was enqueued.
 - ``POST /abort`` with ``{"request_id": n}``: 200, or 404 naming the unknown ID.
-- ``GET /stats``: the engine's counters.
+- ``GET /stats``: the engine's counters; ``GET /info``: the model, the BLAS fast path, the config.
 
 A client that disconnects mid-stream has its request aborted.
 """
@@ -139,6 +139,8 @@ def make_handler(loop: EngineLoop) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             if self.path == "/stats":
                 self._json(200, loop.call(lambda e: e.counters))
+            elif self.path == "/info":
+                self._json(200, loop.call(lambda e: e.info()))
             else:
                 self._json(404, {"error": f"no such endpoint: GET {self.path}"})
 

@@ -66,7 +66,10 @@ def test_concurrent_identical_requests_stream_and_share_one_prefill(server, mode
     conn = http.client.HTTPConnection(*server.address, timeout=10)
     conn.request("GET", "/stats")
     stats = json.loads(conn.getresponse().read())
+    conn.request("GET", "/info")
+    info = json.loads(conn.getresponse().read())
     conn.close()
+    assert info["config"]["coordination"] == "single-flight" and info["num_pages"] == 256 and "BLAS" in info["blas"]
     assert stats["recovered_tokens"] == 288 and stats["num_prefill_tokens"] == 100 + 3 * 4
 
 
