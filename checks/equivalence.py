@@ -178,7 +178,7 @@ def _different(name_a: str, name_b: str, spec_a: FlightSpec, spec_b: FlightSpec,
     tail = spec_a.num_requests + 1  # phases and g_term: reported first, as the search asks them first
     entries = list(zip(names, observe(spec_a, sa), observe(spec_b, sb)))
     for name, x, y in entries[-tail:] + entries[:-tail]:
-        if bool(x) != bool(y) if isinstance(x, bool) else x != y:
+        if x != y:
             break
     else:
         raise SymbolicMismatch(f"z3 says {prefix} distinguishes {name_a} and {name_b}, the concrete replay does not")
@@ -222,7 +222,7 @@ def _prove_product(prod: Product) -> tuple[bool, list[str]]:
     """Houdini (k=1) over the coupling candidates, each side's proved invariants assumed."""
     assumed = []
     for spec, ts in ((prod.spec_a, prod.a), (prod.spec_b, prod.b)):
-        report = prove(spec, depth=1, max_k=1)
+        report = prove(spec, depth=1, max_k=2)
         invariants = {p.name: p for p in checked_properties(spec)} | {x.name: x for x in lemmas_for(spec)}
         invariants[IN_BOUNDS.name] = IN_BOUNDS
         for r in report.results + report.lemmas:
