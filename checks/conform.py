@@ -86,6 +86,7 @@ class ConformResult:
     transitions: set = field(default_factory=set)
     features: dict[str, int] = field(default_factory=dict)
     failure: ConformFailure | None = None
+    program: tuple | None = None  # the failing run as (set-up draws, [(rule, draws)])
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready form (the spec transitions as a count)."""
@@ -143,11 +144,87 @@ def transitions_of(spec: Any, actions: list[str]) -> set:
     return out
 
 
+class _Skip(Exception):
+    """A replayed rule whose drawn choice no longer applies (the program was shortened): skip it."""
+
+
+class _Script:
+    """Stands in for Hypothesis's ``data`` when a recorded program is replayed: yields the logged values."""
+
+    def __init__(self, values: list[Any]) -> None:
+        self.values = list(values)
+
+    def draw(self, strategy: Any, label: str | None = None) -> Any:
+        if not self.values:
+            raise _Skip(label or "draw")
+        return self.values.pop(0)
+
+
+def _replay_program(opts: ConformOptions, setup: list[Any], program: list[tuple[str, list[Any]]]
+                    ) -> tuple[Diagnosis | None, list[str]]:
+    """Run a recorded program on a fresh engine with every check; returns (diagnosis or None, rule log)."""
+    scratch = ConformResult(ok=True)
+    machine = make_machine(opts, scratch)()
+    try:
+        try:
+            machine.setup(data=_Script(setup))
+            machine.conforms()
+            for name, values in program:
+                if name == "arrive" and len(machine.engine.scheduler.requests) >= MAX_ARRIVALS:
+                    continue
+                try:
+                    if name == "step":
+                        machine.step(num=values[0])
+                    else:
+                        getattr(machine, name)(data=_Script(values))
+                except _Skip:
+                    continue
+                machine.conforms()
+        finally:
+            machine.teardown()
+    except ConformanceError as error:
+        return error.diagnosis, list(machine.rules)
+    return None, list(machine.rules)
+
+
+def _same_failure(a: Diagnosis, b: Diagnosis | None) -> bool:
+    return b is not None and (a.properties[:1] == b.properties[:1] if a.properties else a.kind == b.kind)
+
+
+def minimize(opts: ConformOptions, failure: ConformFailure, program: tuple) -> ConformFailure:
+    """Delete rules from a failing program while it fails the same way (after Hypothesis's shrinking).
+
+    Hypothesis shrinks the choice sequence; a state machine's run can still keep rules that do not
+    matter (it prefers the simplest rule at each step, which may add arrivals). This pass tries
+    removing each rule, and cutting multi-step rules to one step, keeping every change under which the
+    run still fails with the same property.
+    """
+    setup, prog = program
+    prog = list(prog)
+    changed = True
+    while changed:
+        changed = False
+        for k in reversed(range(len(prog))):
+            candidates = [prog[:k] + prog[k + 1:]]
+            if prog[k][0] == "step" and prog[k][1][0] > 1:
+                candidates.append(prog[:k] + [("step", [1])] + prog[k + 1:])
+            for cand in candidates:
+                diagnosis, _rules = _replay_program(opts, setup, cand)
+                if _same_failure(failure.diagnosis, diagnosis):
+                    prog, changed = cand, True
+                    break
+    diagnosis, rules = _replay_program(opts, setup, prog)
+    if not _same_failure(failure.diagnosis, diagnosis):
+        return failure
+    return ConformFailure(rules, diagnosis)
+
+
 # --- the state machine -------------------------------------------------------------------------------
 def make_machine(opts: ConformOptions, result: ConformResult) -> type:
     """The ``RuleBasedStateMachine`` class for one campaign; results accumulate into ``result``."""
     from hypothesis import strategies as st
     from hypothesis import target
+    from hypothesis.control import currently_in_test_context
     from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
     from flightcheck.impl.config import EngineConfig
@@ -166,13 +243,25 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
             self.features = {"followers_released": 0, "leader_aborted_in_prefill": 0, "capacity_full": 0,
                              "evictions": 0, "aborts": 0}
             self.steps = 0
+            # The run as a program (rule name, the values it drew), replayable without Hypothesis.
+            self.setup_draws: list[Any] = []
+            self.program: list[tuple[str, list[Any]]] = []
 
         # --- plumbing -------------------------------------------------------------------------
         def _failed(self, diagnosis: Diagnosis) -> None:
             if result.failure is None:
                 result.features["runs_to_first_failure"] = result.runs
             result.failure = ConformFailure(list(self.rules), diagnosis)
+            result.program = (list(self.setup_draws), [(n, list(v)) for n, v in self.program])
             raise ConformanceError(diagnosis)
+
+        def _draw(self, data: Any, strategy: Any, label: str, log: list[Any], options: list | None = None) -> Any:
+            """Draw a value and log it; a scripted replay's value must still be one of ``options``."""
+            value = data.draw(strategy, label=label)
+            if options is not None and value not in options:
+                raise _Skip(label)
+            log.append(value)
+            return value
 
         def _guarded(self, what: str, fn: Any) -> Any:
             try:
@@ -216,7 +305,9 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
         @initialize(data=st.data())
         def setup(self, data: Any) -> None:
             """Draw the policy, capacities, templates and swarm; build the engine and its monitor."""
-            d = data.draw
+            def d(strategy: Any, label: str) -> Any:
+                return self._draw(data, strategy, label, self.setup_draws)
+
             release = opts.release or d(st.sampled_from(RELEASES), label="release")
             publication = opts.publication or d(st.sampled_from(PUBLICATIONS), label="publication")
             coordination = opts.coordination or d(st.sampled_from(("single-flight", "single-flight", "none")),
@@ -254,9 +345,11 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
         @rule(data=st.data())
         def arrive(self, data: Any) -> None:
             """A request from the template pool arrives with drawn sampling settings."""
-            t = data.draw(st.integers(0, len(self.templates) - 1), label="template")
-            temperature = data.draw(st.sampled_from((0.0, 0.8)), label="temperature")
-            seed = data.draw(st.integers(0, 3), label="seed")
+            log: list[Any] = []
+            self.program.append(("arrive", log))
+            t = self._draw(data, st.integers(0, len(self.templates) - 1), "template", log)
+            temperature = self._draw(data, st.sampled_from((0.0, 0.8)), "temperature", log)
+            seed = self._draw(data, st.integers(0, 3), "seed", log)
             _c, tokens, max_tokens = self.templates[t]
             params = SamplingParams(temperature=temperature, seed=seed, max_tokens=max_tokens)
             rid = self._guarded("arrive", lambda: self.engine.add_request(tokens, params))
@@ -266,6 +359,7 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
         @rule(num=st.integers(1, 3))
         def step(self, num: int) -> None:
             """The engine takes ``num`` steps; a step that does nothing while requests are live is a deadlock."""
+            self.program.append(("step", [num]))
             for _ in range(num):
                 self.rules.append("step()")
                 self._step()
@@ -300,17 +394,20 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
         @rule(data=st.data())
         def client(self, data: Any) -> None:
             """One of the run's enabled client-side rules: abort, notify, or hold/resume."""
-            kind = data.draw(st.sampled_from(sorted(self.enabled)), label="client rule")
-            {"abort": self.abort, "notify": self.notify, "hold": self.hold}[kind](data)
+            log: list[Any] = []
+            self.program.append(("client", log))
+            options = sorted(self.enabled)
+            kind = self._draw(data, st.sampled_from(options), "client rule", log, options)
+            {"abort": self.abort, "notify": self.notify, "hold": self.hold}[kind](data, log)
 
-        def abort(self, data: Any) -> None:
+        def abort(self, data: Any, log: list[Any]) -> None:
             """Cancel a running, leading, following or waiting request."""
             kinds = [k for k in ABORT_KINDS if self._live(k)]
             if not kinds:
                 return
-            kind = data.draw(st.sampled_from(kinds), label="abort kind")
+            kind = self._draw(data, st.sampled_from(kinds), "abort kind", log, kinds)
             ids = self._live(kind)
-            rid = data.draw(st.sampled_from(ids), label="abort id")
+            rid = self._draw(data, st.sampled_from(ids), "abort id", log, ids)
             req = self.engine.scheduler.requests[rid]
             if rid in self._live("leader") and req.phase.value == "prefill":
                 self.features["leader_aborted_in_prefill"] += 1
@@ -318,14 +415,14 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
             self.features["aborts"] += 1
             self._guarded("abort", lambda: self.engine.abort(rid))
 
-        def notify(self, data: Any) -> None:
+        def notify(self, data: Any, log: list[Any]) -> None:
             """A termination for an unknown or terminated ID: must raise and change nothing."""
             sched = self.engine.scheduler
             dead = [r for r, q in sched.requests.items() if not q.phase.is_live]
             choices = ["unknown"] + (["terminated"] if dead else [])
-            kind = data.draw(st.sampled_from(choices), label="notify kind")
-            rid = (len(sched.requests) + data.draw(st.integers(0, 5), label="offset")) if kind == "unknown" \
-                else data.draw(st.sampled_from(dead), label="dead id")
+            kind = self._draw(data, st.sampled_from(choices), "notify kind", log, choices)
+            rid = (len(sched.requests) + self._draw(data, st.integers(0, 5), "offset", log)) if kind == "unknown" \
+                else self._draw(data, st.sampled_from(dead), "dead id", log, dead)
             self.rules.append(f"notify(r{rid}, {kind})")
             before = self.engine.snapshot()
             try:
@@ -349,15 +446,15 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
                                        last_state=self._last_state(), properties=["termination_validated"],
                                        reasons=["engine.snapshot() differs before and after"]))
 
-        def hold(self, data: Any) -> None:
+        def hold(self, data: Any, log: list[Any]) -> None:
             """Hold a request's prefill at the barrier, or resume a held one."""
             held, holdable = self._live("held"), self._live("holdable")
-            if data.draw(st.booleans(), label="resume") and held:
-                rid = data.draw(st.sampled_from(held), label="resume id")
+            if self._draw(data, st.booleans(), "resume", log) and held:
+                rid = self._draw(data, st.sampled_from(held), "resume id", log, held)
                 self.engine.resume(rid)
                 self.rules.append(f"resume(r{rid})")
             elif holdable:
-                rid = data.draw(st.sampled_from(holdable), label="hold id")
+                rid = self._draw(data, st.sampled_from(holdable), "hold id", log, holdable)
                 self.engine.hold(rid)
                 self.rules.append(f"hold(r{rid})")
 
@@ -392,10 +489,11 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
                     result.features[k] = result.features.get(k, 0) + v
                 if self.monitor.spec is not None and self.monitor.failure is None:
                     result.transitions |= transitions_of(self.monitor.spec, self.monitor.validator.actions)
-                target(float(self.features["followers_released"]), label="followers released")
-                target(float(self.features["leader_aborted_in_prefill"]), label="leader aborted in prefill")
-                target(float(self.features["capacity_full"]), label="capacity full")
-                target(float(self.features["evictions"]), label="evictions")
+                if currently_in_test_context():  # not in a scripted replay (minimize)
+                    for label, key in (("followers released", "followers_released"),
+                                       ("leader aborted in prefill", "leader_aborted_in_prefill"),
+                                       ("capacity full", "capacity_full"), ("evictions", "evictions")):
+                        target(float(self.features[key]), label=label)
 
     return EngineConformance
 
@@ -426,6 +524,8 @@ def run_conformance(opts: ConformOptions) -> ConformResult:
     finally:
         if saved_cap is not None:
             conjecture_engine.MAX_SHRINKING_SECONDS = saved_cap
+    if result.failure is not None and result.program is not None:
+        result.failure = minimize(opts, result.failure, result.program)
     result.seconds = time.perf_counter() - t0
     return result
 
