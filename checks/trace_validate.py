@@ -440,8 +440,11 @@ class TraceValidator:
         if action.name == "notify":
             props.append("termination_validated")
             notes.append("the engine rejected the termination of a live request")
-        self._fail("disabled", f"{action} is not enabled in the spec", event, action, before,
-                   explain_guard(self.spec, before, action), props, notes)
+        reasons = explain_guard(self.spec, before, action)
+        if event.get("reason") == "wait-bound":
+            reasons.append("a wait-bound release (EngineConfig.follower_wait_bound, off by default) frees a follower "
+                           "on its own; the spec has no such action, so runs with the bound set cannot conform")
+        self._fail("disabled", f"{action} is not enabled in the spec", event, action, before, reasons, props, notes)
 
     def _check_arrive(self, event: dict, action: Action, before: State) -> None:
         s = self.spec.view(self.tracker.state)
