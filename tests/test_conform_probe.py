@@ -1,6 +1,9 @@
 """The deterministic probe: eight cold identical requests, the leader held at a barrier."""
 
+import pytest
+
 from flightcheck.checks.probe import probe
+from flightcheck.impl import model_file
 
 
 def test_without_coordination_every_request_computes_every_shared_page():
@@ -30,3 +33,11 @@ def test_probe_holds_for_the_other_policies():
     assert r.computations_per_page == [1, 1, 1, 1] and r.conformed
     r = probe("none", release="on-completion", publication="on-completion")
     assert r.computations_per_page == [8, 8, 8, 8] and r.conformed
+
+
+@pytest.mark.skipif(not model_file.default_path().exists(), reason="SmolLM2 model file not fetched (scripts/setup.sh)")
+def test_probe_on_the_real_model():
+    none, single = probe("none", model="smollm2"), probe("single-flight", model="smollm2")
+    assert none.computations_per_page == [8, 8, 8, 8] and none.page_allocations == 40
+    assert single.computations_per_page == [1, 1, 1, 1] and single.page_allocations == 12
+    assert none.conformed and single.conformed
