@@ -16,13 +16,25 @@ def test_prove_correct_design_json_both_release_points():
     out = json.loads(r.output)
     assert out["ok"] is True and [run["release"] for run in out["runs"]] == ["after-prefill", "on-completion"]
     for run in out["runs"]:
-        status = {p["name"]: (p["status"], p["k"]) for p in run["properties"]}
-        assert status.pop("single_prefill") == ("bounded", 2)
-        assert set(status.values()) == {("proved", 1)}
-        single = next(p for p in run["properties"] if p["name"] == "single_prefill")
-        assert single["counterexample_to_induction"]["k"] == 2
+        assert {(p["status"], p["k"]) for p in run["properties"]} == {("proved", 1)}
         assert all(p["status"] == "proved" for p in run["lemmas"])
         assert all(isinstance(p["seconds"], float) for p in run["properties"])
+        tv = next(p for p in run["properties"] if p["name"] == "termination_validated")
+        assert "live_is_known" in tv["support"]
+
+
+def test_prove_reports_bounded_with_the_counterexample_to_induction():
+    r = runner.invoke(app, ["prove", "--scenario", "burst2-evict", "--publication", "on-completion",
+                            "--release", "after-prefill", "--depth", "3", "--json"])
+    assert r.exit_code == 0, r.output  # bounded is not a violation
+    run = json.loads(r.output)["runs"][0]
+    single = next(p for p in run["properties"] if p["name"] == "single_prefill")
+    assert (single["status"], single["k"]) == ("bounded", 3)
+    assert single["counterexample_to_induction"]["k"] == 2
+    assert len(single["counterexample_to_induction"]["states"]) == 3
+    r = runner.invoke(app, ["prove", "--scenario", "burst2-evict", "--publication", "on-completion",
+                            "--release", "after-prefill", "--depth", "3"])
+    assert "counterexample to induction for single_prefill (k=2)" in r.output
 
 
 def test_prove_a_mutant_exits_1_with_the_path():

@@ -135,6 +135,6 @@ def test_a_mutant_is_reported_violated_never_proved():
 
 def test_termination_validated_needs_the_known_lemma_and_says_so():
     _spec, report = _check("correct", "burst2", "after-prefill")
-    assert report.result("termination_validated").support == ("live_is_known",)
+    assert "live_is_known" in report.result("termination_validated").support
     assert report.result("single_prefill").summary().startswith("single_prefill: proved (k=1, with ")
     assert "one_busy_per_input" in report.result("single_prefill").support
