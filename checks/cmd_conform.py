@@ -14,7 +14,6 @@ For example::
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Optional
 

@@ -233,7 +233,6 @@ def cover_directed(scenario: Scenario, policy: Policy | None = None, *, seconds:
 
     from flightcheck.checks.explorer import explore
     from flightcheck.checks.replay import replay
-    from flightcheck.spec.model import Action
 
     policy = policy or scenario.policy
     spec = FlightSpec(scenario, policy)

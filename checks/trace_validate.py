@@ -45,7 +45,7 @@ from flightcheck.spec.model import Action, FlightSpec
 from flightcheck.spec.properties import safety_properties
 from flightcheck.spec.scenario import Policy, Request, Scenario
 from flightcheck.spec.state import (
-    ABORTED, ABSENT, BLOCKED, DECODE, FINISHED, NOT_CACHED, OPEN, PHASE_NAMES, PREFILL, READY, WAITING, State,
+    ABORTED, BLOCKED, DECODE, FINISHED, NOT_CACHED, OPEN, PHASE_NAMES, PREFILL, READY, WAITING, State,
 )
 
 PAGE_SIZE = 16
