@@ -3,7 +3,8 @@
 For example::
 
     $ flightcheck prove --scenario burst3-abort
-    $ flightcheck prove --variant forget-at-release --depth 9
+    $ flightcheck prove --variant forget-at-release --depth 9 --path-out cx.json
+    $ flightcheck replay cx.json
     $ flightcheck prove --scenario mixed3 --release on-completion --json
     $ flightcheck equiv correct draining
     $ flightcheck equiv correct early-release --scenario burst2 --publication on-completion
@@ -11,7 +12,9 @@ For example::
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from pathlib import Path
 from typing import Any, Optional
 
 import typer
@@ -79,6 +82,8 @@ def register(app: typer.Typer) -> None:
         release: Optional[str] = typer.Option(None, help="after-prefill | on-completion (default: both)."),
         publication: Optional[str] = typer.Option(None, help="incremental | on-completion (default: the scenario's)."),
         coordination: Optional[str] = typer.Option(None, help="single-flight | none (default: the scenario's)."),
+        path_out: Optional[Path] = typer.Option(None, "--path-out",
+                                                help="Write the first violation's path for `flightcheck replay`."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
     ) -> None:
         """Prove every safety property by k-induction; BMC to --depth for the rest. Exit 1 on a violation."""
@@ -93,6 +98,11 @@ def register(app: typer.Typer) -> None:
         for policy_scn in _policies(scn, release, publication, coordination):
             spec = VARIANTS[variant].build(policy_scn)
             report = run_prove(spec, max_k=max_k, depth=depth)
+            first = next((r for r in report.results if r.status == "violated"), None)
+            if first is not None and path_out is not None and not violated:
+                path_out.write_text(json.dumps({
+                    "scenario": scn.name, "variant": variant, "policy": dataclasses.asdict(spec.policy),
+                    "property": first.property, "counterexample": first.counterexample.actions}, indent=2) + "\n")
             violated |= not report.ok
             runs.append({"policy": spec.policy.label(), "release": spec.policy.release,
                          "seconds": round(report.seconds, 3), "bmc_seconds": round(report.bmc_seconds, 3),

@@ -37,14 +37,6 @@ def test_prove_reports_bounded_with_the_counterexample_to_induction():
     assert "counterexample to induction for single_prefill (k=2)" in r.output
 
 
-def test_prove_a_mutant_exits_1_with_the_path():
-    r = runner.invoke(app, ["prove", "--variant", "forget-at-release", "--release", "after-prefill",
-                            "--depth", "9", "--max-k", "1"])
-    assert r.exit_code == 1, r.output
-    assert "termination_validated violated; path:" in r.output
-    assert re.search(r" 9\. finish\(\d\)", r.output) and "TERMINATION MISJUDGED" in r.output
-
-
 def test_prove_mutant_json_carries_the_counterexample_actions():
     r = runner.invoke(app, ["prove", "--variant", "no-unknown-check", "--scenario", "burst2-abort",
                             "--release", "on-completion", "--depth", "1", "--max-k", "1", "--json"])
@@ -88,3 +80,23 @@ def test_equiv_bad_arguments_exit_2():
     assert runner.invoke(app, ["equiv", "correct", "nope"]).exit_code == 2
     assert runner.invoke(app, ["equiv", "correct", "draining", "--depth", "-3"]).exit_code == 2
     assert runner.invoke(app, ["equiv", "correct"]).exit_code == 2
+
+
+def test_a_z3_path_replays_against_the_engine(tmp_path):
+    out = tmp_path / "cx.json"
+    r = runner.invoke(app, ["prove", "--variant", "forget-at-release", "--release", "after-prefill",
+                            "--depth", "9", "--max-k", "1", "--path-out", str(out)])
+    assert r.exit_code == 1
+    assert "termination_validated violated; path:" in r.output
+    assert re.search(r" 9\. finish\(\d\)", r.output) and "TERMINATION MISJUDGED" in r.output
+    saved = json.loads(out.read_text())
+    assert saved["property"] == "termination_validated" and len(saved["counterexample"]) == 9
+    assert saved["policy"]["release"] == "after-prefill" and saved["variant"] == "forget-at-release"
+    # The engine with the same bug follows the z3 path to the violation...
+    r = runner.invoke(app, ["replay", str(out), "--mutant", "forget-released"])
+    assert r.exit_code == 0, r.output
+    assert "reproduced: the engine follows the path and shows termination_validated" in " ".join(r.output.split())
+    # ...the real engine keeps the released ID, so it departs at the release.
+    r = runner.invoke(app, ["replay", str(out)])
+    assert r.exit_code == 1
+    assert re.search(r"departs from the path at step 8 \(release\(\d\)\)", " ".join(r.output.split()))
