@@ -1,12 +1,13 @@
 """Refactor equivalence: correct == draining (proved), each buggy variant differs, shortest sequence."""
 
+import os
 from collections import deque
 
 import pytest
 
 from flightcheck.checks.counterexample import Counterexample
 from flightcheck.checks.equivalence import check_equivalence, observe
-from flightcheck.spec.scenario import SCENARIOS
+from flightcheck.spec.scenario import RELEASES, SCENARIOS
 from flightcheck.spec.variants import VARIANTS
 
 
@@ -103,3 +104,24 @@ def test_variants_over_different_scenarios_are_refused():
     b = VARIANTS["correct"].build(SCENARIOS["burst3"])
     with pytest.raises(ValueError, match="action vocabulary"):
         Product(a, b)
+
+
+SLOW = bool(os.environ.get("FLIGHTCHECK_SLOW"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("release", RELEASES)
+def test_correct_and_draining_equivalent_on_the_default_scenarios(release):
+    # FLIGHTCHECK_SLOW=1: all nine default scenarios; by default three of them.
+    names = list(SCENARIOS) if SLOW else ["burst2-abort", "mixed3", "burst2-evict"]
+    for name in names:
+        r = check_equivalence("correct", "draining", SCENARIOS[name].with_policy(release=release), depth=4)
+        assert r.verdict == "proved", (name, r.summary())
+
+
+@pytest.mark.parametrize("name", ["forget-at-release", "no-unknown-check", "stranded-followers"])
+def test_the_product_induction_never_proves_a_buggy_pair(name):
+    # With no BMC at all (depth 0), the induction alone must not call them equivalent.
+    r = check_equivalence("correct", name, SCENARIOS["burst2-abort"], depth=0)
+    assert r.verdict in ("bounded", "different") and r.verdict != "proved"
+    assert "same observations" in r.failed_couplings or r.verdict == "different"
