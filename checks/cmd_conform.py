@@ -21,18 +21,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from flightcheck.checks.cli_errors import check_choice, usage_error
 from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS, Policy
-
-
-def _fail(msg: str) -> typer.Exit:
-    Console(stderr=True).print(f"[bold red]error:[/] {msg}")
-    return typer.Exit(2)
-
-
-def _choice(name: str, value: Optional[str], allowed: tuple[str, ...]) -> Optional[str]:
-    if value is not None and value not in allowed:
-        raise _fail(f"--{name} must be one of {', '.join(allowed)}; got {value!r}")
-    return value
 
 
 def _mutant(name: Optional[str]):
@@ -40,7 +30,7 @@ def _mutant(name: Optional[str]):
     if name is None:
         return None
     if name not in MUTANTS:
-        raise _fail(f"unknown --mutant {name!r}; known: {', '.join(MUTANTS)}")
+        raise usage_error(f"unknown --mutant {name!r}; known: {', '.join(MUTANTS)}")
     return MUTANTS[name]
 
 
@@ -89,10 +79,10 @@ def register(app: typer.Typer) -> None:
         """Drive the real engine in lockstep with the spec (Hypothesis state machine); exit 1 with the shrunk failing run."""
         from flightcheck.checks.conform import ConformOptions, run_conformance
 
-        _choice("model", model, ("tiny", "smollm2"))
-        _choice("release", release, RELEASES)
-        _choice("publication", publication, PUBLICATIONS)
-        _choice("coordination", coordination, COORDINATIONS)
+        check_choice("model", model, ("tiny", "smollm2"))
+        check_choice("release", release, RELEASES)
+        check_choice("publication", publication, PUBLICATIONS)
+        check_choice("coordination", coordination, COORDINATIONS)
         m = _mutant(mutant)
         opts = ConformOptions(model=model, release=release, publication=publication, coordination=coordination,
                               examples=examples, seconds=seconds, max_rules=max_rules, seed=seed)
@@ -129,15 +119,15 @@ def register(app: typer.Typer) -> None:
         """Feed an event log through the spec; exit 1 with a diagnosis at the first mismatch."""
         from flightcheck.checks.trace_validate import read_events, validate_events
 
-        _choice("release", release, RELEASES)
-        _choice("publication", publication, PUBLICATIONS)
-        _choice("coordination", coordination, COORDINATIONS)
+        check_choice("release", release, RELEASES)
+        check_choice("publication", publication, PUBLICATIONS)
+        check_choice("coordination", coordination, COORDINATIONS)
         if not events.is_file():
-            raise _fail(f"no such event log: {events}")
+            raise usage_error(f"no such event log: {events}")
         try:
             evs, header = read_events(str(events))
         except ValueError as error:
-            raise _fail(str(error))
+            raise usage_error(str(error))
         base = dict((header or {}).get("policy", {}))
         flags = {"release": release, "publication": publication, "coordination": coordination,
                  "capacity": capacity, "chunk": chunk}
@@ -147,7 +137,7 @@ def register(app: typer.Typer) -> None:
         try:
             policy = Policy(**base)
         except (TypeError, ValueError) as error:
-            raise _fail(f"bad policy: {error}")
+            raise usage_error(f"bad policy: {error}")
         report = validate_events(evs, policy)
         if as_json:
             print(json.dumps(report.to_json()))
@@ -175,23 +165,23 @@ def register(app: typer.Typer) -> None:
         from flightcheck.spec.variants import VARIANTS
 
         if not path.is_file():
-            raise _fail(f"no such file: {path}")
+            raise usage_error(f"no such file: {path}")
         try:
             actions, meta = load_path(path.read_text())
         except (ValueError, json.JSONDecodeError) as error:
-            raise _fail(f"{path}: {error}")
+            raise usage_error(f"{path}: {error}")
         name = scenario or meta.get("scenario") or "burst2"
         if name not in SCENARIOS:
-            raise _fail(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+            raise usage_error(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
         vname = variant or meta.get("variant") or "correct"
         if vname not in VARIANTS:
-            raise _fail(f"unknown variant {vname!r}; known: {', '.join(VARIANTS)}")
+            raise usage_error(f"unknown variant {vname!r}; known: {', '.join(VARIANTS)}")
         scn = SCENARIOS[name]
         pol = dict(meta.get("policy") or scn.policy.__dict__)
         for k, v, allowed in (("release", release, RELEASES), ("publication", publication, PUBLICATIONS),
                               ("coordination", coordination, COORDINATIONS)):
             if v is not None:
-                pol[k] = _choice(k, v, allowed)
+                pol[k] = check_choice(k, v, allowed)
         if capacity is not None:
             pol["capacity"] = capacity
         m = _mutant(mutant)
@@ -202,7 +192,7 @@ def register(app: typer.Typer) -> None:
             else:
                 result = run_replay(actions, scn, Policy(**pol), spec_class=VARIANTS[vname].spec_class)
         except ValueError as error:
-            raise _fail(str(error))
+            raise usage_error(str(error))
         if as_json:
             print(json.dumps(result.to_json()))
         else:
@@ -219,7 +209,7 @@ def register(app: typer.Typer) -> None:
         """Hold the leader at a barrier while identical cold requests arrive; count duplicated prefill work."""
         from flightcheck.checks.probe import probe as run_probe
 
-        _choice("model", model, ("tiny", "smollm2"))
+        check_choice("model", model, ("tiny", "smollm2"))
         results = [run_probe(c, model=model, num_requests=requests) for c in ("none", "single-flight")]
         ok = all(r.conformed for r in results) and set(results[1].computations_per_page) == {1}
         if as_json:
@@ -251,9 +241,9 @@ def register(app: typer.Typer) -> None:
 
         for name in scenario:
             if name not in SCENARIOS:
-                raise _fail(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+                raise usage_error(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
         if png is not None and png.suffix.lower() != ".png":
-            raise _fail(f"--png must end in .png; got {png.name!r}")
+            raise usage_error(f"--png must end in .png; got {png.name!r}")
         results, directed_results = [], []
         for name in scenario:
             results.append(cover(SCENARIOS[name], runs=runs, seconds=seconds))

@@ -18,38 +18,28 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from flightcheck.checks.cli_errors import check_choice, usage_error
 from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS, Scenario, burst
 from flightcheck.spec.variants import VARIANTS
-
-
-def _fail(msg: str) -> "typer.Exit":
-    Console(stderr=True).print(f"[bold red]error:[/] {msg}")
-    return typer.Exit(2)
-
-
-def _choice(name: str, value: Optional[str], allowed: tuple[str, ...]) -> Optional[str]:
-    if value is not None and value not in allowed:
-        raise _fail(f"--{name} must be one of {', '.join(allowed)}; got {value!r}")
-    return value
 
 
 def build_scenario(scenario: Optional[str], requests: Optional[int], prompts: int, *, aborts: bool,
                    notifications: bool, eviction: bool, pages: int, decode: int) -> Scenario:
     """The scenario named on the command line, or a burst of ``requests`` over ``prompts`` classes."""
     if scenario is not None and requests is not None:
-        raise _fail("give either --scenario or --requests/--prompts, not both")
+        raise usage_error("give either --scenario or --requests/--prompts, not both")
     if requests is not None:
         if not 1 <= requests <= 6:
-            raise _fail(f"--requests must be between 1 and 6 (the graph grows fast); got {requests}")
+            raise usage_error(f"--requests must be between 1 and 6 (the graph grows fast); got {requests}")
         if not 1 <= prompts <= requests:
-            raise _fail(f"--prompts must be between 1 and --requests ({requests}); got {prompts}")
+            raise usage_error(f"--prompts must be between 1 and --requests ({requests}); got {prompts}")
         if not 1 <= pages <= 4 or not 0 <= decode <= 3:
-            raise _fail("--pages must be 1..4 and --decode 0..3")
+            raise usage_error("--pages must be 1..4 and --decode 0..3")
         return burst(requests, classes=prompts, pages=pages, decode=decode, aborts=aborts,
                      notifications=notifications, eviction=eviction)
     name = scenario or "burst2"
     if name not in SCENARIOS:
-        raise _fail(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+        raise usage_error(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
     scn = SCENARIOS[name]
     opts = {k: True for k, v in (("aborts", aborts), ("notifications", notifications), ("eviction", eviction)) if v}
     return scn.with_options(**opts) if opts else scn
@@ -83,11 +73,11 @@ def register(app: typer.Typer) -> None:
         from flightcheck.checks.explorer import StateLimitExceeded, explore as run_explore
         from flightcheck.checks.report import print_result
 
-        _choice("release", release, RELEASES)
-        _choice("publication", publication, PUBLICATIONS)
-        _choice("coordination", coordination, COORDINATIONS)
+        check_choice("release", release, RELEASES)
+        check_choice("publication", publication, PUBLICATIONS)
+        check_choice("coordination", coordination, COORDINATIONS)
         if variant not in VARIANTS:
-            raise _fail(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+            raise usage_error(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
         v = VARIANTS[variant]
         if scenario is None and requests is None and variant != "correct":
             scn = SCENARIOS[v.demo].with_policy(**dict(v.demo_policy))
@@ -100,17 +90,17 @@ def register(app: typer.Typer) -> None:
         scn = scn.with_policy(**changes) if changes else scn
         spec = v.build(scn)
         if render is not None and render.suffix.lower() not in (".dot", ".svg", ".png", ".html"):
-            raise _fail(f"--render must end in .dot, .svg, .png or .html; got {render.name!r}")
+            raise usage_error(f"--render must end in .dot, .svg, .png or .html; got {render.name!r}")
         try:
             result = run_explore(spec, symmetry=symmetry, max_states=max_states)
         except StateLimitExceeded as e:
-            raise _fail(str(e))
+            raise usage_error(str(e))
         if render is not None:
             from flightcheck.checks.render import RenderError, render_result
             try:
                 render_result(result, render)
             except RenderError as e:
-                raise _fail(str(e))
+                raise usage_error(str(e))
         if as_json:
             out = result.to_json()
             out.update(scenario=scn.name, variant=variant, policy=scn.policy.__dict__)

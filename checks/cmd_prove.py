@@ -21,24 +21,20 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from flightcheck.checks.cli_errors import usage_error
 from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS, Scenario
 from flightcheck.spec.variants import VARIANTS
 
 
-def _bad(msg: str) -> typer.Exit:
-    Console(stderr=True).print(f"[bold red]error:[/] {msg}")
-    return typer.Exit(2)
-
-
 def _scenario(name: str) -> Scenario:
     if name not in SCENARIOS:
-        raise _bad(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+        raise usage_error(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
     return SCENARIOS[name]
 
 
 def _variant(name: str, option: str = "--variant") -> str:
     if name not in VARIANTS:
-        raise _bad(f"{option}: unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+        raise usage_error(f"{option}: unknown variant {name!r}; known: {', '.join(VARIANTS)}")
     return name
 
 
@@ -48,7 +44,7 @@ def _policies(scn: Scenario, release: Optional[str], publication: Optional[str],
     for opt, value, allowed in (("release", release, RELEASES), ("publication", publication, PUBLICATIONS),
                                 ("coordination", coordination, COORDINATIONS)):
         if value is not None and value not in allowed:
-            raise _bad(f"--{opt} must be one of {', '.join(allowed)}; got {value!r}")
+            raise usage_error(f"--{opt} must be one of {', '.join(allowed)}; got {value!r}")
     changes = {k: v for k, v in (("publication", publication), ("coordination", coordination)) if v}
     base = scn.with_policy(**changes) if changes else scn
     return [base.with_policy(release=r) for r in ([release] if release else list(RELEASES))]
@@ -88,7 +84,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Prove every safety property by k-induction; BMC to --depth for the rest. Exit 1 on a violation."""
         if depth < 0 or not 1 <= max_k <= 5:
-            raise _bad(f"--depth must be >= 0 and --max-k 1..5; got depth={depth}, max-k={max_k}")
+            raise usage_error(f"--depth must be >= 0 and --max-k 1..5; got depth={depth}, max-k={max_k}")
         scn = _scenario(scenario)
         _variant(variant)
         from flightcheck.checks.induction import prove as run_prove
@@ -145,7 +141,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Are two designs indistinguishable from outside? Exit 0 if so, 1 with a shortest distinguishing sequence."""
         if depth < 0:
-            raise _bad(f"--depth must be >= 0; got {depth}")
+            raise usage_error(f"--depth must be >= 0; got {depth}")
         _variant(variant_a, "VARIANT_A")
         _variant(variant_b, "VARIANT_B")
         scn = _policies(_scenario(scenario), release or _scenario(scenario).policy.release, publication, None)[0]

@@ -20,16 +20,12 @@ from typing import Any, Optional
 import typer
 from rich.console import Console
 
+from flightcheck.checks.cli_errors import usage_error
 from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS
 from flightcheck.spec.variants import VARIANTS
 
 _CHOICES = {"release": RELEASES, "publication": PUBLICATIONS, "coordination": COORDINATIONS}
 _INTS = ("capacity", "chunk")
-
-
-def _fail(msg: str) -> typer.Exit:
-    Console(stderr=True).print(f"[bold red]error:[/] {msg}", markup=True, highlight=False)
-    return typer.Exit(2)
 
 
 def parse_side(option: str, text: str) -> dict[str, Any]:
@@ -85,13 +81,13 @@ def register(app: typer.Typer) -> None:
         from flightcheck.checks.render import RenderError, SUFFIXES, render_diff
 
         if scenario not in SCENARIOS:
-            raise _fail(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
+            raise usage_error(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
         if render is not None and render.suffix.lower() not in SUFFIXES:
-            raise _fail(f"--render must end in {', '.join(SUFFIXES)}; got {render.name!r}")
+            raise usage_error(f"--render must end in {', '.join(SUFFIXES)}; got {render.name!r}")
         try:
             sides = [parse_side("--a", a), parse_side("--b", b)]
         except ValueError as e:
-            raise _fail(str(e))
+            raise usage_error(str(e))
         names = tuple(",".join(f"{k}={v}" for k, v in side.items()) or "default" for side in sides)
         if names[0] == names[1]:
             names = (names[0] + " (A)", names[1] + " (B)")
@@ -103,7 +99,7 @@ def register(app: typer.Typer) -> None:
             try:
                 results.append(explore(variant.build(scn), symmetry=symmetry, max_states=max_states))
             except StateLimitExceeded as e:
-                raise _fail(str(e))
+                raise usage_error(str(e))
         try:
             if render is not None:
                 counts = render_diff(results[0], results[1], render, names, force=force)
@@ -111,7 +107,7 @@ def register(app: typer.Typer) -> None:
                 from flightcheck.checks.render import diff_counts
                 counts = diff_counts(results[0], results[1])
         except RenderError as e:
-            raise _fail(str(e))
+            raise usage_error(str(e))
         out = {"scenario": scenario, "a": {"name": names[0], "states": results[0].stats.states, "ok": results[0].ok},
                "b": {"name": names[1], "states": results[1].stats.states, "ok": results[1].ok},
                **counts, "render": str(render) if render is not None else None}

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from flightcheck.spec.model import ACTION_NAMES, Action, FlightSpec
-from flightcheck.spec.state import CLOSED, DRAINING, OPEN, PAGE_NAMES, PHASE_NAMES, State
+from flightcheck.spec.state import CLOSED, OPEN, PAGE_NAMES, PHASE_NAMES, State
 
 _ACTION_RE = re.compile(r"^\s*([a-z]+)\((\d+)\)\s*$")
 

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter, OrderedDict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from flightcheck.checks.workload_trace import Trace
 

@@ -48,7 +48,7 @@ from typing import Any, Callable, Iterator
 from flightcheck.spec.expr import And, If, Min, Not, Or, Sum
 from flightcheck.spec.scenario import Policy, Scenario
 from flightcheck.spec.state import (
-    ABORTED, ABSENT, BLOCKED, CLOSED, DECODE, FINISHED, NOT_CACHED, OPEN, PREFILL, READY, RESERVED,
+    ABORTED, ABSENT, BLOCKED, CLOSED, DECODE, FINISHED, NOT_CACHED, OPEN, PREFILL, READY,
     TERM_BOGUS_ACCEPTED, TERM_LEGIT_REJECTED, WAITING, Edit, Layout, State, View,
 )
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from flightcheck.spec.expr import And, Implies, Not, Or, Sum
+from flightcheck.spec.expr import And, Implies, Or, Sum
 from flightcheck.spec.model import FlightSpec
 from flightcheck.spec.state import BLOCKED, CLOSED, NOT_CACHED, OPEN, RESERVED, WAITING, View
 
