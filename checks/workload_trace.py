@@ -168,7 +168,8 @@ def events_to_trace(lines: Iterable[str], source: str = "<events>", block_tokens
     - ``output_length``: the request's generated tokens: one for a ``prefill`` with ``first_token`` true
       plus one per ``decode`` event.
 
-    Other events are read for the output count only; a line that is not a JSON object with an ``action``,
+    A first line holding only a ``policy`` object (the engine's header) is skipped. Other events are
+    read for the output count only; a line that is not a JSON object with an ``action``,
     or an ``arrive`` without ``request``, ``input`` or ``num_tokens``, raises :class:`TraceError`.
 
     For example::
@@ -192,6 +193,8 @@ def events_to_trace(lines: Iterable[str], source: str = "<events>", block_tokens
             event = json.loads(line)
         except json.JSONDecodeError as error:
             raise TraceError(source, line_number, None, f"not valid JSON ({error.msg})") from None
+        if index == 0 and isinstance(event, dict) and "policy" in event and "action" not in event:
+            continue  # the engine's header line: the policy the log ran under
         if not isinstance(event, dict) or "action" not in event:
             raise TraceError(source, line_number, "action", "missing (expected an event object with an action)")
         action = event["action"]

@@ -68,7 +68,12 @@ class Engine:
         self.tokenizer = tokenizer
         self.model_name = model_name
         self.context = min(self.config.max_context or runner.max_positions, runner.max_positions)
-        self.events = EventLog(event_log_path)
+        cfg = self.config
+        self.events = EventLog(event_log_path, header={
+            "policy": {"coordination": cfg.coordination, "release": cfg.release, "publication": cfg.publication,
+                       "capacity": cfg.max_running, "chunk": cfg.prefill_chunk_pages},
+            "model": model_name,
+        })
         self.scheduler = Scheduler(runner, self.config, self.events, eos_token_ids=frozenset(eos_token_ids),
                                    detokenize=tokenizer.decode if tokenizer is not None else None)
         self._next_request_id = 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import IO, Any
 
@@ -50,10 +51,16 @@ def _digest(prefix: bytes, token_ids: Iterable[int]) -> str:
 class EventLog:
     """An append-only list of events with optional JSON-lines file output and listeners."""
 
-    def __init__(self, path: str | None = None) -> None:
+    def __init__(self, path: str | None = None, header: dict[str, Any] | None = None) -> None:
         self.events: list[dict[str, Any]] = []
         self._listeners: list[Listener] = []
         self._file: IO[str] | None = open(path, "w", encoding="utf-8") if path else None
+        # Why a header line: a log read later (flightcheck validate) must know the policy it ran under.
+        self.header = header
+        self.started = time.perf_counter()  # arrivals carry ``t``, seconds since the log started
+        if self._file is not None and header is not None:
+            self._file.write(json.dumps(header) + "\n")
+            self._file.flush()
 
     def add_listener(self, listener: Listener) -> None:
         """Calls ``listener(event)`` for every event emitted from now on."""
@@ -76,7 +83,9 @@ class EventLog:
         return [e for e in self.events if e["action"] == action]
 
     def to_jsonl(self) -> str:
-        return "".join(json.dumps(e) + "\n" for e in self.events)
+        """The header line (if any) and every event, as JSON lines."""
+        head = json.dumps(self.header) + "\n" if self.header is not None else ""
+        return head + "".join(json.dumps(e) + "\n" for e in self.events)
 
     def close(self) -> None:
         if self._file is not None:

@@ -110,7 +110,8 @@ class Scheduler:
         if request.phase is Phase.WAITING:
             self.waiting.append(request)
         self.events.emit("arrive", request=request.request_id, role=request.role, flight=request.flight_id,
-                         input=request.input_key, num_tokens=request.num_tokens)
+                         input=request.input_key, num_tokens=request.num_tokens,
+                         t=round(max(request.arrival_time - self.events.started, 0.0), 6))
 
     # --- admit ---------------------------------------------------------------------------------
     def _lookup(self, request: Request) -> list[int]:

@@ -113,7 +113,9 @@ def test_cli_validate(tmp_path):
     # A header line carries the policy instead of flags.
     with_header = tmp_path / "h.jsonl"
     policy = {"release": "after-prefill", "publication": "incremental", "capacity": 2, "chunk": 1}
-    with_header.write_text(json.dumps({"policy": policy}) + "\n" + path.read_text())
+    engine_header, *events = path.read_text().splitlines(keepends=True)
+    assert json.loads(engine_header)["policy"]["capacity"] == 2  # the engine writes its own header
+    with_header.write_text(json.dumps({"policy": policy}) + "\n" + "".join(events))
     assert runner.invoke(app, ["validate", str(with_header)]).exit_code == 0
     assert read_events(str(with_header))[1] == {"policy": policy}
 

@@ -200,7 +200,8 @@ def test_event_log_file_and_listener_see_every_event(model, tmp_path):
     engine.events.add_listener(seen.append)
     engine.generate([prompt(15, 40)] * 2, SamplingParams(max_tokens=3))
     engine.close()
-    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    header, *lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert header["policy"]["release"] == "after-prefill" and "action" not in header
     assert lines == seen == engine.events.events
     assert [e["seq"] for e in lines] == list(range(len(lines)))
     # Step 1: the leader's whole prefill, publish, release. Step 2: the follower is admitted; the leader's

@@ -28,7 +28,8 @@ def test_serve_streams_tokens_and_writes_the_event_log(tmp_path):
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
-    log = [json.loads(x) for x in events.read_text().splitlines()]
+    header, *log = [json.loads(x) for x in events.read_text().splitlines()]
+    assert header["policy"]["coordination"] == "single-flight"
     actions = [e["action"] for e in log]
     # 39 tokens: 3 prefill units in one chunk; shareable pages (39-1)//16 = 2 published; release after prefill.
     assert actions == ["arrive", "admit", "prefill", "publish", "release"] + ["decode"] * 4 + ["finish"]
