@@ -78,6 +78,66 @@ def variants_stage(quick: bool) -> list[Row]:
     return rows
 
 
+def prove_stage(quick: bool) -> list[Row]:
+    """k-induction for every safety property of the correct design, each default scenario and release
+    point (publication incremental). A row passes when nothing is violated; its detail says how many
+    properties are proved for every depth and names any that only hold to the depth checked."""
+    from flightcheck.checks.induction import prove
+    from flightcheck.spec.model import FlightSpec
+
+    rows = []
+    for name, scn in SCENARIOS.items():
+        if quick and name in ("burst4-abort", "burst3-abort", "mixed3"):
+            continue
+        for release in RELEASES:
+            rep = prove(FlightSpec(scn.with_policy(release=release)))
+            proved = [r for r in rep.results if r.status == "proved"]
+            bounded = [r.property for r in rep.results if r.status == "bounded"]
+            violated = [r.property for r in rep.results if r.status == "violated"]
+            detail = (f"violated: {', '.join(violated)}" if violated else
+                      f"{len(proved)}/{len(rep.results)} proved (k<={max((r.k for r in proved), default=0)})"
+                      + (f"; only bounded: {', '.join(bounded)}" if bounded else ""))
+            rows.append(Row("prove", f"{name} {release}", rep.ok, detail, rep.seconds))
+    return rows
+
+
+def equiv_stage(quick: bool) -> list[Row]:
+    """The seed's refactor: ``draining`` against ``correct`` must be equivalent, and every mutant must
+    differ from ``correct`` with a distinguishing sequence (each on its demo scenario)."""
+    from flightcheck.checks.equivalence import check_equivalence
+
+    rows = []
+    for v in VARIANTS.values():
+        if v.name == "correct":
+            continue
+        demo = SCENARIOS[v.demo].with_policy(**dict(v.demo_policy))
+        scn = SCENARIOS["burst2-abort"] if v.expected_violation is None else demo
+        # The product induction proves the correct pair for every depth; BMC first rules out short differences.
+        res = check_equivalence("correct", v.name, scn, depth=6 if v.expected_violation is None else 10)
+        ok = res.equivalent if v.expected_violation is None else not res.equivalent
+        rows.append(Row("equiv", f"correct vs {v.name}", ok, res.summary(), res.seconds))
+    return rows
+
+
+def real_model_stage(quick: bool) -> list[Row]:
+    """The real SmolLM2 engine: a short lockstep conformance run and the probe."""
+    from flightcheck.checks.conform import ConformOptions, run_conformance
+    from flightcheck.checks.probe import probe
+
+    rows = []
+    r = run_conformance(ConformOptions(model="smollm2", examples=3, max_rules=12, seed=0))
+    detail = (f"{r.runs} runs, {r.steps} engine steps, {r.events} events checked" if r.ok
+              else r.failure.diagnosis.summary)
+    rows.append(Row("smollm2", "conform (short)", r.ok, detail, r.seconds))
+    t = time.perf_counter()
+    none, single = probe("none", model="smollm2"), probe("single-flight", model="smollm2")
+    ok = set(none.computations_per_page) == {8} and set(single.computations_per_page) == {1}
+    rows.append(Row("smollm2", "probe 8 cold identical requests", ok,
+                    f"computations per shared page: none {none.computations_per_page}, "
+                    f"single-flight {single.computations_per_page}", time.perf_counter() - t))
+    return rows
+
+
 def workload_stage(quick: bool) -> list[Row]:
     """Would single-flight pay on the real Mooncake traces? One configuration each (1 instance,
     10,000 blocks, W_eff = 1 s, contiguous lookup); the row passes when per-instance counts reconcile
@@ -103,7 +163,10 @@ def workload_stage(quick: bool) -> list[Row]:
 STAGES: list[tuple[str, str, bool]] = [
     ("explore", "flightcheck.checks.suite:explore_stage", False),
     ("variants", "flightcheck.checks.suite:variants_stage", False),
+    ("prove", "flightcheck.checks.suite:prove_stage", False),
+    ("equiv", "flightcheck.checks.suite:equiv_stage", False),
     ("conform", "flightcheck.checks.cmd_conform:conform_stage", False),
+    ("smollm2", "flightcheck.checks.suite:real_model_stage", True),
     ("workload", "flightcheck.checks.suite:workload_stage", False),
 ]
 
@@ -116,6 +179,8 @@ def _load(path: str) -> Callable[[bool], list[Row]]:
 def run_suite(*, as_json: bool = False, quick: bool = False) -> bool:
     """Run every stage, print the summary (or JSON), and return True when everything passed."""
     console = Console(stderr=as_json)
+    if not console.is_terminal:
+        console.width = max(console.width, 150)  # a log file gets whole lines, not wrapped cells
     rows: list[Row] = []
     for stage, path, needs_model in STAGES:
         if quick and needs_model:
