@@ -49,11 +49,10 @@ def test_correct_design_passes_every_property_with_pinned_state_counts(key):
         assert {p.name: p.verdict for p in f.properties} == {p.name: p.verdict for p in r.properties}
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+# burst4-abort's full graph (51,139 states) is the benchmark's job, not the test suite's.
+@pytest.mark.parametrize("name", sorted(n for n in SCENARIOS if n != "burst4-abort"))
 @pytest.mark.parametrize("variant", ["correct", "forget-at-release", "stranded-followers", "early-release"])
 def test_symmetry_gives_the_same_verdicts_and_path_lengths_as_the_full_graph(name, variant):
-    if name == "burst4-abort":
-        pytest.skip("the full graph of burst4-abort is the benchmark's job")
     spec = VARIANTS[variant].build(SCENARIOS[name].with_policy(publication="on-completion"))
     a, b = explore(spec), explore(spec, symmetry=False)
     assert a.stats.states <= b.stats.states
