@@ -110,24 +110,26 @@ class Attention(nn.Module):
         del self.q_proj, self.k_proj, self.v_proj
         self.is_fused = True
 
-    def _project(self, x: mx.array) -> tuple[mx.array, mx.array, mx.array]:
+    def _project(self, x: mx.array) -> tuple[mx.array, mx.array]:
+        """Queries and keys side by side [B, L, (H + Hkv) * d], and values [B, L, Hkv * d]."""
         if not self.is_fused:
-            return self.q_proj(x), self.k_proj(x), self.v_proj(x)
-        num_q, num_kv = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
+            return mx.concatenate([self.q_proj(x), self.k_proj(x)], axis=-1), self.v_proj(x)
+        num_qk = (self.num_heads + self.num_kv_heads) * self.head_dim
         qkv = self.qkv_proj(x)
-        return qkv[..., :num_q], qkv[..., num_q: num_q + num_kv], qkv[..., num_q + num_kv:]
+        return qkv[..., :num_qk], qkv[..., num_qk:]
 
     def __call__(self, x: mx.array, cache: LayerCache | None = None) -> mx.array:
         B, L, _ = x.shape
-        q, k, v = self._project(x)
-        q = q.reshape(B, L, self.num_heads, self.head_dim).transpose(0, 2, 1, 3)
-        k = k.reshape(B, L, self.num_kv_heads, self.head_dim).transpose(0, 2, 1, 3)
+        qk, v = self._project(x)
+        # Why queries and keys rotate together: RoPE treats every head alike, and on the CPU each
+        # rope call costs ~70 us of small MLX ops, about as much as a decode step's attention;
+        # one call for the H + Hkv heads instead of two measured 2-3% more decode tokens/s.
+        qk = qk.reshape(B, L, self.num_heads + self.num_kv_heads, self.head_dim).transpose(0, 2, 1, 3)
         v = v.reshape(B, L, self.num_kv_heads, self.head_dim).transpose(0, 2, 1, 3)
         if cache is None:
             cache = ContiguousCache()  # a cache-less call is a fresh contiguous forward from position 0
-        q = cache.rotate(q, self.head_dim, self.rope_base)
-        k = cache.rotate(k, self.head_dim, self.rope_base)
-        out = cache.attend(q, k, v, self.scale)
+        qk = cache.rotate(qk, self.head_dim, self.rope_base)
+        out = cache.attend(qk[:, : self.num_heads], qk[:, self.num_heads:], v, self.scale)
         return self.o_proj(out.transpose(0, 2, 1, 3).reshape(B, L, -1))
 
 
