@@ -26,4 +26,5 @@ python -m pip install -q --disable-pip-version-check --no-deps 'mlx-lm>=0.24'
 command -v pyenv >/dev/null 2>&1 && pyenv rehash || true
 
 # The model: fetched once into a cache folder, checksum-verified, never from a hub at run time.
-python -m flightcheck.impl.model_file --fetch || echo "warning: the SmolLM2 model file could not be fetched; real-model commands will say so" >&2
+# A failed fetch fails the set-up: the real-model tests and `flightcheck check` need the file.
+python -m flightcheck.impl.model_file --fetch
