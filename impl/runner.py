@@ -75,7 +75,7 @@ class _PrefillGroup:
 class _DecodeGroup:
     num_rows: int  # decodes occupy the first rows of the packed batch
     gather_slots: mx.array  # [Bd, Lmax], padded with slot 0
-    mask: mx.array  # [Bd, 1, 1, Lmax] bool, False on padding
+    mask: mx.array | None  # [Bd, 1, 1, Lmax] bool, False on padding; None when nothing is padded
 
 
 class _BatchPlan:
@@ -108,12 +108,16 @@ class _BatchPlan:
         self.decode: _DecodeGroup | None = None
         if decode_slots:
             width = max(len(s) for s in decode_slots)
-            padded = np.zeros((len(decode_slots), width), dtype=np.int32)  # padding reads slot 0, masked
-            valid = np.zeros((len(decode_slots), width), dtype=bool)
-            for row, s in enumerate(decode_slots):
-                padded[row, : len(s)] = s
-                valid[row, : len(s)] = True
-            self.decode = _DecodeGroup(len(decode_slots), mx.array(padded), mx.array(valid)[:, None, None, :])
+            if all(len(s) == width for s in decode_slots):
+                # No padding (one sequence, or all at the same length): no mask, and one op less a layer.
+                self.decode = _DecodeGroup(len(decode_slots), mx.array(np.stack(decode_slots)), None)
+            else:
+                padded = np.zeros((len(decode_slots), width), dtype=np.int32)  # padding reads slot 0, masked
+                valid = np.zeros((len(decode_slots), width), dtype=bool)
+                for row, s in enumerate(decode_slots):
+                    padded[row, : len(s)] = s
+                    valid[row, : len(s)] = True
+                self.decode = _DecodeGroup(len(decode_slots), mx.array(padded), mx.array(valid)[:, None, None, :])
         self.token_ids = mx.array(token_ids, dtype=mx.int32)[None]
         self.positions = mx.array(positions, dtype=mx.int32)
         self.write_slots = mx.array(write_slots, dtype=mx.int32)
@@ -133,6 +137,9 @@ class _PagedLayerCache:
         self.runner, self.layer, self.plan = runner, layer, plan
 
     def rotate(self, x: mx.array, dims: int, base: float) -> mx.array:
+        if x.shape[2] == 1:
+            # One token (a lone decode): [1, heads, 1, d] is already its per-token layout.
+            return mx.fast.rope(x, dims, traditional=True, base=base, scale=1.0, offset=self.plan.positions)
         # [1, heads, T, d] -> [T, heads, 1, d]: every token is its own "batch" row with its own offset.
         per_token = x.transpose(2, 1, 0, 3)
         rotated = mx.fast.rope(per_token, dims, traditional=True, base=base, scale=1.0, offset=self.plan.positions)
@@ -150,7 +157,8 @@ class _PagedLayerCache:
         outs = []
         if plan.decode is not None:
             group = plan.decode
-            q = queries[:, :, : group.num_rows].transpose(2, 1, 0, 3)  # [Bd, H, 1, d]
+            # Decodes alone fill the batch: no slice op needed.
+            q = (queries[:, :, : group.num_rows] if plan.prefills else queries).transpose(2, 1, 0, 3)  # [Bd, H, 1, d]
             k = k_pool[:, group.gather_slots]  # [Hkv, Bd, Lmax, d]
             v = v_pool[:, group.gather_slots]
             out = fastops.attention(q, k, v, scale, group.mask)
