@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from flightcheck.spec.expr import And, Implies, Or, Sum
 from flightcheck.spec.model import FlightSpec
-from flightcheck.spec.state import BLOCKED, CLOSED, NOT_CACHED, OPEN, RESERVED, WAITING, View
+from flightcheck.spec.state import BLOCKED, CLOSED, FINISHED, NOT_CACHED, OPEN, RESERVED, WAITING, View
 
 Check = Callable[[FlightSpec, View], Any]
 
@@ -173,7 +173,6 @@ def sometimes_follower_released(spec: FlightSpec, s: View) -> Any:
 
 @sometimes("sometimes_all_finished", "Every request can finish normally.")
 def sometimes_all_finished(spec: FlightSpec, s: View) -> Any:
-    from flightcheck.spec.state import FINISHED
     return And(*[s.ph[i] == FINISHED for i in range(spec.num_requests)])
 
 
