@@ -10,7 +10,7 @@ import argparse
 import platform
 import time
 
-from flightcheck.checks.explorer import explore
+from flightcheck.checks.explore.explorer import explore
 from flightcheck.spec.model import FlightSpec
 from flightcheck.spec.scenario import RELEASES, SCENARIOS, burst
 

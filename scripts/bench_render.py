@@ -11,8 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from flightcheck.checks.explorer import explore
-from flightcheck.checks.render import build_picture, render_result, to_dot
+from flightcheck.checks.explore.explorer import explore
+from flightcheck.checks.explore.render import build_picture, render_result, to_dot
 from flightcheck.spec.model import FlightSpec
 from flightcheck.spec.scenario import SCENARIOS
 

@@ -22,9 +22,9 @@ import statistics
 import sys
 import time
 
-from flightcheck.checks.workload_model import prepare_trace, simulate
-from flightcheck.checks.workload_sweep import run_sweep, sweep_configs
-from flightcheck.checks.workload_trace import load_trace, shared_trace_path
+from flightcheck.checks.workload.model import prepare_trace, simulate
+from flightcheck.checks.workload.sweep import run_sweep, sweep_configs
+from flightcheck.checks.workload.trace import load_trace, shared_trace_path
 
 
 def _cpu_s() -> float:

@@ -14,8 +14,8 @@ import time
 
 import z3
 
-from flightcheck.checks.bmc import check_bmc
-from flightcheck.checks.induction import prove
+from flightcheck.checks.proofs.bmc import check_bmc
+from flightcheck.checks.proofs.induction import prove
 from flightcheck.spec.scenario import RELEASES, SCENARIOS
 from flightcheck.spec.variants import VARIANTS
 

@@ -12,8 +12,8 @@ import flightcheck.spec
 
 def _modules():
     for pkg in (flightcheck.spec, flightcheck.checks):
-        for info in pkgutil.iter_modules(pkg.__path__):
-            yield f"{pkg.__name__}.{info.name}"
+        for info in pkgutil.walk_packages(pkg.__path__, prefix=pkg.__name__ + "."):
+            yield info.name
 
 
 @pytest.mark.parametrize("name", sorted(_modules()))

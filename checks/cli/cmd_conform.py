@@ -1,0 +1,273 @@
+"""Commands ``conform``, ``validate``, ``replay``, ``probe`` and ``coverage``: the engine checked against the spec.
+
+For example::
+
+    $ flightcheck conform --examples 50 --release on-completion
+    $ flightcheck conform --mutant forget-released          # a broken engine: exit 1 with the shrunk run
+    $ flightcheck validate events.jsonl --release after-prefill --publication incremental
+    $ flightcheck explore --variant forget-at-release --json > cx.json
+    $ flightcheck replay cx.json --mutant forget-released
+    $ flightcheck probe
+    $ flightcheck coverage --scenario burst2 --runs 60 --png cov.png --render burst2.svg
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from flightcheck.checks.cli.errors import check_choice, usage_error
+from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS, Policy
+
+
+def _mutant(name: Optional[str]):
+    from flightcheck.checks.conform.mutants import MUTANTS
+    if name is None:
+        return None
+    if name not in MUTANTS:
+        raise usage_error(f"unknown --mutant {name!r}; known: {', '.join(MUTANTS)}")
+    return MUTANTS[name]
+
+
+def conform_stage(quick: bool) -> list:
+    """Suite stage: short conformance runs on the tiny model for both release points and publications, plus the probe."""
+    import time
+
+    from flightcheck.checks.conform.campaign import ConformOptions, run_conformance
+    from flightcheck.checks.conform.probe import probe
+    from flightcheck.checks.cli.suite import Row
+
+    rows = []
+    for release in RELEASES:
+        for publication in PUBLICATIONS:
+            r = run_conformance(ConformOptions(release=release, publication=publication,
+                                               examples=6 if quick else 15, max_rules=20, seed=0))
+            detail = (f"{r.runs} runs, {r.steps} engine steps, {r.events} events checked" if r.ok
+                      else r.failure.diagnosis.summary + " [" + ", ".join(r.failure.diagnosis.properties) + "]")
+            rows.append(Row("conform", f"tiny {release} {publication}", r.ok, detail, r.seconds))
+    t = time.perf_counter()
+    none, single = probe("none"), probe("single-flight")
+    ok = set(none.computations_per_page) == {8} and set(single.computations_per_page) == {1} \
+        and none.conformed and single.conformed
+    rows.append(Row("conform", "probe 8 cold identical requests", ok,
+                    f"computations per shared page: none {none.computations_per_page}, single-flight "
+                    f"{single.computations_per_page}", time.perf_counter() - t))
+    return rows
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``conform``, ``validate``, ``replay``, ``probe`` and ``coverage`` to the app."""
+
+    @app.command()
+    def conform(
+        model: str = typer.Option("tiny", help="tiny | smollm2"),
+        examples: int = typer.Option(30, min=1, help="Hypothesis examples (engine runs) per campaign."),
+        seconds: Optional[float] = typer.Option(None, min=1, help="Keep running campaigns for this long."),
+        release: Optional[str] = typer.Option(None, help="Fix the release point (default: Hypothesis picks)."),
+        publication: Optional[str] = typer.Option(None, help="Fix the publication policy."),
+        coordination: Optional[str] = typer.Option(None, help="Fix the coordination."),
+        max_rules: int = typer.Option(25, min=1, help="Rules per run."),
+        seed: Optional[int] = typer.Option(None, help="Hypothesis seed, for a repeatable campaign."),
+        mutant: Optional[str] = typer.Option(None, help="Run against a deliberately broken engine."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    ) -> None:
+        """Drive the real engine in lockstep with the spec (Hypothesis state machine); exit 1 with the shrunk failing run."""
+        from flightcheck.checks.conform.campaign import ConformOptions, run_conformance
+
+        check_choice("model", model, ("tiny", "smollm2"))
+        check_choice("release", release, RELEASES)
+        check_choice("publication", publication, PUBLICATIONS)
+        check_choice("coordination", coordination, COORDINATIONS)
+        m = _mutant(mutant)
+        opts = ConformOptions(model=model, release=release, publication=publication, coordination=coordination,
+                              examples=examples, seconds=seconds, max_rules=max_rules, seed=seed)
+        console = Console(stderr=as_json)
+        with console.status(f"conformance on the {model} model ..."):
+            if m is not None:
+                with m.patched():
+                    result = run_conformance(opts)
+            else:
+                result = run_conformance(opts)
+        if as_json:
+            out = result.to_json()
+            out["mutant"] = mutant
+            print(json.dumps(out))
+        elif result.ok:
+            console.print(f"[green]conformed[/]: {result.runs} runs, {result.steps} engine steps, {result.events} "
+                          f"events checked, {len(result.transitions)} distinct spec transitions, "
+                          f"{result.seconds:.1f} s; reached {result.features}")
+        else:
+            console.print("[bold red]the engine departs from the spec[/]")
+            console.print(result.failure.format(), markup=False, highlight=False)
+        raise typer.Exit(0 if result.ok else 1)
+
+    @app.command()
+    def validate(
+        events: Path = typer.Argument(..., help="A JSON-lines event log written by the engine."),
+        release: Optional[str] = typer.Option(None, help="The engine's release point (or from a header line)."),
+        publication: Optional[str] = typer.Option(None, help="The engine's publication policy."),
+        coordination: Optional[str] = typer.Option(None, help="The engine's coordination."),
+        capacity: Optional[int] = typer.Option(None, min=1, help="The engine's max_running."),
+        chunk: Optional[int] = typer.Option(None, min=1, help="The engine's prefill budget in pages."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    ) -> None:
+        """Feed an event log through the spec; exit 1 with a diagnosis at the first mismatch."""
+        from flightcheck.checks.conform.validator import read_events, validate_events
+
+        check_choice("release", release, RELEASES)
+        check_choice("publication", publication, PUBLICATIONS)
+        check_choice("coordination", coordination, COORDINATIONS)
+        if not events.is_file():
+            raise usage_error(f"no such event log: {events}")
+        try:
+            evs, header = read_events(str(events))
+        except ValueError as error:
+            raise usage_error(str(error))
+        base = dict((header or {}).get("policy", {}))
+        flags = {"release": release, "publication": publication, "coordination": coordination,
+                 "capacity": capacity, "chunk": chunk}
+        base.update({k: v for k, v in flags.items() if v is not None})
+        base.setdefault("capacity", 8)
+        base.setdefault("chunk", 32)  # the engine's defaults
+        try:
+            policy = Policy(**base)
+        except (TypeError, ValueError) as error:
+            raise usage_error(f"bad policy: {error}")
+        report = validate_events(evs, policy)
+        if as_json:
+            print(json.dumps(report.to_json()))
+        elif report.ok:
+            Console().print(f"[green]valid[/]: {report.num_events} events are a run of the spec under {policy.label()}")
+        else:
+            Console().print(f"[bold red]mismatch[/] at event {report.num_events} (policy {policy.label()}):")
+            Console().print(report.diagnosis.format(), markup=False, highlight=False)
+        raise typer.Exit(0 if report.ok else 1)
+
+    @app.command()
+    def replay(
+        path: Path = typer.Argument(..., help="explore --json output, or a file of actions (one per line)."),
+        scenario: Optional[str] = typer.Option(None, help="Scenario (default: from the JSON, else burst2)."),
+        release: Optional[str] = typer.Option(None, help="Release point."),
+        publication: Optional[str] = typer.Option(None, help="Publication policy."),
+        coordination: Optional[str] = typer.Option(None, help="Coordination."),
+        capacity: Optional[int] = typer.Option(None, min=1, help="Running capacity."),
+        variant: Optional[str] = typer.Option(None, help="The spec variant the path came from."),
+        mutant: Optional[str] = typer.Option(None, help="Replay against a deliberately broken engine."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    ) -> None:
+        """Replay a counterexample path against the engine; exit 0 when the engine behaves as the path says."""
+        from flightcheck.checks.conform.replay import load_path, replay as run_replay
+        from flightcheck.spec.variants import VARIANTS
+
+        if not path.is_file():
+            raise usage_error(f"no such file: {path}")
+        try:
+            actions, meta = load_path(path.read_text())
+        except (ValueError, json.JSONDecodeError) as error:
+            raise usage_error(f"{path}: {error}")
+        name = scenario or meta.get("scenario") or "burst2"
+        if name not in SCENARIOS:
+            raise usage_error(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+        vname = variant or meta.get("variant") or "correct"
+        if vname not in VARIANTS:
+            raise usage_error(f"unknown variant {vname!r}; known: {', '.join(VARIANTS)}")
+        scn = SCENARIOS[name]
+        pol = dict(meta.get("policy") or scn.policy.__dict__)
+        for k, v, allowed in (("release", release, RELEASES), ("publication", publication, PUBLICATIONS),
+                              ("coordination", coordination, COORDINATIONS)):
+            if v is not None:
+                pol[k] = check_choice(k, v, allowed)
+        if capacity is not None:
+            pol["capacity"] = capacity
+        m = _mutant(mutant)
+        try:
+            if m is not None:
+                with m.patched():
+                    result = run_replay(actions, scn, Policy(**pol), spec_class=VARIANTS[vname].spec_class)
+            else:
+                result = run_replay(actions, scn, Policy(**pol), spec_class=VARIANTS[vname].spec_class)
+        except ValueError as error:
+            raise usage_error(str(error))
+        if as_json:
+            print(json.dumps(result.to_json()))
+        else:
+            Console().print(result.format(), markup=False, highlight=False)
+        same = result.reproduced or (result.followed and not result.spec_violation)
+        raise typer.Exit(0 if same else 1)
+
+    @app.command()
+    def probe(
+        model: str = typer.Option("tiny", help="tiny | smollm2"),
+        requests: int = typer.Option(8, min=2, max=32, help="Identical cold requests (the first one held)."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    ) -> None:
+        """Hold the leader at a barrier while identical cold requests arrive; count duplicated prefill work."""
+        from flightcheck.checks.conform.probe import probe as run_probe
+
+        check_choice("model", model, ("tiny", "smollm2"))
+        results = [run_probe(c, model=model, num_requests=requests) for c in ("none", "single-flight")]
+        ok = all(r.conformed for r in results) and set(results[1].computations_per_page) == {1}
+        if as_json:
+            print(json.dumps({"ok": ok, "results": [r.to_json() for r in results]}))
+        else:
+            t = Table(title=f"probe: {requests} identical requests on a cold cache, the first held before its prefill")
+            for col in ("coordination", "lookups", "page allocations", "computations per shared page",
+                        "destination pages per shared page", "recovered tokens", "conforms"):
+                t.add_column(col)
+            for r in results:
+                t.add_row(r.coordination, str(r.prefix_lookups), str(r.page_allocations),
+                          str(r.computations_per_page), str(r.destinations_per_page), str(r.recovered_tokens),
+                          "yes" if r.conformed else "NO")
+            Console().print(t)
+        raise typer.Exit(0 if ok else 1)
+
+    @app.command()
+    def coverage(
+        scenario: list[str] = typer.Option(["burst2"], help="Default scenario(s) to cover (repeatable)."),
+        runs: int = typer.Option(60, min=1, help="Engine runs per scenario (own scheduling)."),
+        seconds: Optional[float] = typer.Option(None, min=1, help="Time per scenario instead of --runs."),
+        directed: bool = typer.Option(False, "--directed", help="Also drive the engine to every edge via replay."),
+        png: Optional[Path] = typer.Option(None, help="Write the coverage figure (PNG)."),
+        render: Optional[Path] = typer.Option(None, help="Render the first scenario's graph, visited edges green."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    ) -> None:
+        """Which states and edges of the explored spec graphs the engine's runs visit."""
+        from flightcheck.checks.conform.coverage import cover, cover_directed, plot_coverage, render_coverage
+
+        for name in scenario:
+            if name not in SCENARIOS:
+                raise usage_error(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+        if png is not None and png.suffix.lower() != ".png":
+            raise usage_error(f"--png must end in .png; got {png.name!r}")
+        results, directed_results = [], []
+        for name in scenario:
+            results.append(cover(SCENARIOS[name], runs=runs, seconds=seconds))
+            if directed:
+                directed_results.append(cover_directed(SCENARIOS[name], explored=results[-1].explored))
+        if png is not None:
+            plot_coverage(results, png)
+        if render is not None:
+            render_coverage(directed_results[0] if directed_results else results[0], render)
+        failed = [r for r in results if r.failure is not None]
+        if as_json:
+            print(json.dumps({"scenarios": [r.to_json() for r in results],
+                              "directed": [r.to_json() for r in directed_results]}))
+        else:
+            t = Table(title="spec coverage by the engine")
+            for col in ("scenario", "runs", "states", "edges", "edges (directed)", "most missed"):
+                t.add_column(col)
+            for k, r in enumerate(results):
+                d = directed_results[k] if directed_results else None
+                t.add_row(r.scenario.name, str(r.runs), f"{len(r.states)}/{r.num_states}",
+                          f"{len(r.edges)}/{r.num_edges} ({100 * r.edge_fraction:.0f}%)",
+                          f"{len(d.edges)}/{d.num_edges} ({100 * d.edge_fraction:.1f}%)" if d else "-",
+                          ", ".join(f"{a} {n}" for a, n in list(r.missed_actions().items())[:3]))
+            Console().print(t)
+            for r in failed:
+                Console().print(r.failure.format(), markup=False, highlight=False)
+        raise typer.Exit(1 if failed else 0)

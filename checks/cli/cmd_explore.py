@@ -1,0 +1,140 @@
+"""Commands ``explore``, ``variants`` and ``check``.
+
+For example::
+
+    $ flightcheck explore --scenario burst3-abort --release on-completion
+    $ flightcheck explore --requests 3 --prompts 2 --aborts --json
+    $ flightcheck explore --variant forget-at-release --render graph.svg
+    $ flightcheck variants
+    $ flightcheck check
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from flightcheck.checks.cli.errors import check_choice, usage_error
+from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS, Scenario, burst
+from flightcheck.spec.variants import VARIANTS
+
+
+def build_scenario(scenario: Optional[str], requests: Optional[int], prompts: int, *, aborts: bool,
+                   notifications: bool, eviction: bool, pages: int, decode: int) -> Scenario:
+    """The scenario named on the command line, or a burst of ``requests`` over ``prompts`` classes."""
+    if scenario is not None and requests is not None:
+        raise usage_error("give either --scenario or --requests/--prompts, not both")
+    if requests is not None:
+        if not 1 <= requests <= 6:
+            raise usage_error(f"--requests must be between 1 and 6 (the graph grows fast); got {requests}")
+        if not 1 <= prompts <= requests:
+            raise usage_error(f"--prompts must be between 1 and --requests ({requests}); got {prompts}")
+        if not 1 <= pages <= 4 or not 0 <= decode <= 3:
+            raise usage_error("--pages must be 1..4 and --decode 0..3")
+        return burst(requests, classes=prompts, pages=pages, decode=decode, aborts=aborts,
+                     notifications=notifications, eviction=eviction)
+    name = scenario or "burst2"
+    if name not in SCENARIOS:
+        raise usage_error(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+    scn = SCENARIOS[name]
+    opts = {k: True for k, v in (("aborts", aborts), ("notifications", notifications), ("eviction", eviction)) if v}
+    return scn.with_options(**opts) if opts else scn
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``explore``, ``variants`` and ``check`` to the app."""
+
+    @app.command()
+    def explore(
+        scenario: Optional[str] = typer.Option(None, help=f"A default scenario: {', '.join(SCENARIOS)}."),
+        requests: Optional[int] = typer.Option(None, help="A burst of N requests instead of a named scenario."),
+        prompts: int = typer.Option(1, help="Prompt classes in the burst (with --requests)."),
+        pages: int = typer.Option(2, help="Full prompt pages per request (with --requests)."),
+        decode: int = typer.Option(1, help="Decode steps per request (with --requests)."),
+        release: Optional[str] = typer.Option(None, help="after-prefill | on-completion"),
+        publication: Optional[str] = typer.Option(None, help="incremental | on-completion"),
+        coordination: Optional[str] = typer.Option(None, help="single-flight | none"),
+        capacity: Optional[int] = typer.Option(None, min=1, help="Running capacity."),
+        chunk: Optional[int] = typer.Option(None, min=1, help="Prefill chunk in pages."),
+        aborts: bool = typer.Option(False, "--aborts", help="Let the client cancel any live request."),
+        notifications: bool = typer.Option(False, "--notifications", help="Send bogus termination notifications."),
+        eviction: bool = typer.Option(False, "--eviction", help="Let unreferenced pages be evicted."),
+        variant: str = typer.Option("correct", help=f"Design variant: {', '.join(VARIANTS)}."),
+        symmetry: bool = typer.Option(True, help="Merge states that differ by renaming interchangeable requests."),
+        max_states: int = typer.Option(2_000_000, min=1, help="Give up beyond this many states."),
+        render: Optional[Path] = typer.Option(None, help="Write the graph: .dot, .svg, .png or .html."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
+    ) -> None:
+        """Explore a scenario's state graph exhaustively and check every property."""
+        from flightcheck.checks.explore.explorer import StateLimitExceeded, explore as run_explore
+        from flightcheck.checks.explore.report import print_result
+
+        check_choice("release", release, RELEASES)
+        check_choice("publication", publication, PUBLICATIONS)
+        check_choice("coordination", coordination, COORDINATIONS)
+        if variant not in VARIANTS:
+            raise usage_error(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+        v = VARIANTS[variant]
+        if scenario is None and requests is None and variant != "correct":
+            scn = SCENARIOS[v.demo].with_policy(**dict(v.demo_policy))
+        else:
+            scn = build_scenario(scenario, requests, prompts, aborts=aborts, notifications=notifications,
+                                 eviction=eviction, pages=pages, decode=decode)
+        changes = {k: val for k, val in (("release", release), ("publication", publication),
+                                         ("coordination", coordination), ("capacity", capacity),
+                                         ("chunk", chunk)) if val is not None}
+        scn = scn.with_policy(**changes) if changes else scn
+        spec = v.build(scn)
+        if render is not None and render.suffix.lower() not in (".dot", ".svg", ".png", ".html"):
+            raise usage_error(f"--render must end in .dot, .svg, .png or .html; got {render.name!r}")
+        try:
+            result = run_explore(spec, symmetry=symmetry, max_states=max_states)
+        except StateLimitExceeded as e:
+            raise usage_error(str(e))
+        if render is not None:
+            from flightcheck.checks.explore.render import RenderError, render_result
+            try:
+                render_result(result, render)
+            except RenderError as e:
+                raise usage_error(str(e))
+        if as_json:
+            out = result.to_json()
+            out.update(scenario=scn.name, variant=variant, policy=scn.policy.__dict__)
+            print(json.dumps(out))
+        else:
+            console = Console()
+            title = f"{scn.name} · {scn.policy.label()} · variant {variant}"
+            print_result(console, result, title=title)
+            if render is not None:
+                console.print(f"graph written to {render}")
+        raise typer.Exit(0 if result.ok else 1)
+
+    @app.command()
+    def variants(as_json: bool = typer.Option(False, "--json", help="Print a JSON list.")) -> None:
+        """List the design-history variants, each with the property it must violate."""
+        rows = [{"name": v.name, "expected_violation": v.expected_violation, "story": v.story} for v in VARIANTS.values()]
+        if as_json:
+            print(json.dumps(rows))
+            return
+        from rich.table import Table
+        t = Table(title="design variants")
+        for col in ("name", "must violate", "story"):
+            t.add_column(col)
+        for r in rows:
+            t.add_row(r["name"], r["expected_violation"] or "[green](correct)[/]", r["story"])
+        Console().print(t)
+
+    @app.command()
+    def check(
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
+        quick: bool = typer.Option(False, "--quick", help="Skip the stages that need the real model."),
+    ) -> None:
+        """The main job: every check flightcheck has, over the default scenarios, with a summary."""
+        from flightcheck.checks.cli.suite import run_suite
+
+        ok = run_suite(as_json=as_json, quick=quick)
+        raise typer.Exit(0 if ok else 1)

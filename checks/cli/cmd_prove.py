@@ -1,0 +1,163 @@
+"""Commands ``prove`` (BMC + k-induction of every safety property) and ``equiv`` (refactor equivalence).
+
+For example::
+
+    $ flightcheck prove --scenario burst3-abort
+    $ flightcheck prove --variant forget-at-release --depth 9 --path-out cx.json
+    $ flightcheck replay cx.json
+    $ flightcheck prove --scenario mixed3 --release on-completion --json
+    $ flightcheck equiv correct draining
+    $ flightcheck equiv correct early-release --scenario burst2 --publication on-completion
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from flightcheck.checks.cli.errors import usage_error
+from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS, Scenario
+from flightcheck.spec.variants import VARIANTS
+
+
+def _scenario(name: str) -> Scenario:
+    if name not in SCENARIOS:
+        raise usage_error(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+    return SCENARIOS[name]
+
+
+def _variant(name: str, option: str = "--variant") -> str:
+    if name not in VARIANTS:
+        raise usage_error(f"{option}: unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+    return name
+
+
+def _policies(scn: Scenario, release: Optional[str], publication: Optional[str],
+              coordination: Optional[str]) -> list[Scenario]:
+    """The scenario under each policy asked for (both release points when --release is not given)."""
+    for opt, value, allowed in (("release", release, RELEASES), ("publication", publication, PUBLICATIONS),
+                                ("coordination", coordination, COORDINATIONS)):
+        if value is not None and value not in allowed:
+            raise usage_error(f"--{opt} must be one of {', '.join(allowed)}; got {value!r}")
+    changes = {k: v for k, v in (("publication", publication), ("coordination", coordination)) if v}
+    base = scn.with_policy(**changes) if changes else scn
+    return [base.with_policy(release=r) for r in ([release] if release else list(RELEASES))]
+
+
+def _result_json(spec: Any, r: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": r.property, "status": r.status, "k": r.k, "seconds": round(r.seconds, 4)}
+    if r.support:
+        out["support"] = list(r.support)
+    if r.counterexample is not None:
+        out["counterexample"] = r.counterexample.to_json(spec)
+    if r.cti is not None:
+        out["counterexample_to_induction"] = r.cti.to_json(spec)
+    return out
+
+
+def _uses(support: tuple[str, ...]) -> str:
+    """The invariants a proof used: named when few, counted when many (--json lists them all)."""
+    return ", ".join(support) if len(support) <= 2 else f"{len(support)} invariants"
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``prove`` and ``equiv`` to the app."""
+
+    @app.command()
+    def prove(
+        scenario: str = typer.Option("burst2", help=f"A default scenario: {', '.join(SCENARIOS)}."),
+        variant: str = typer.Option("correct", help=f"Design variant: {', '.join(VARIANTS)}."),
+        depth: int = typer.Option(6, help="BMC depth: the base case, and how far unproved properties are checked."),
+        max_k: int = typer.Option(2, "--max-k", help="Largest k tried for k-induction."),
+        release: Optional[str] = typer.Option(None, help="after-prefill | on-completion (default: both)."),
+        publication: Optional[str] = typer.Option(None, help="incremental | on-completion (default: the scenario's)."),
+        coordination: Optional[str] = typer.Option(None, help="single-flight | none (default: the scenario's)."),
+        path_out: Optional[Path] = typer.Option(None, "--path-out",
+                                                help="Write the first violation's path for `flightcheck replay`."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
+    ) -> None:
+        """Prove every safety property by k-induction; BMC to --depth for the rest. Exit 1 on a violation."""
+        if depth < 0 or not 1 <= max_k <= 5:
+            raise usage_error(f"--depth must be >= 0 and --max-k 1..5; got depth={depth}, max-k={max_k}")
+        scn = _scenario(scenario)
+        _variant(variant)
+        from flightcheck.checks.proofs.induction import prove as run_prove
+
+        console = Console()
+        runs, violated = [], False
+        for policy_scn in _policies(scn, release, publication, coordination):
+            spec = VARIANTS[variant].build(policy_scn)
+            report = run_prove(spec, max_k=max_k, depth=depth)
+            first = next((r for r in report.results if r.status == "violated"), None)
+            if first is not None and path_out is not None and not violated:
+                path_out.write_text(json.dumps({
+                    "scenario": scn.name, "variant": variant, "policy": dataclasses.asdict(spec.policy),
+                    "property": first.property, "counterexample": first.counterexample.actions}, indent=2) + "\n")
+            violated |= not report.ok
+            runs.append({"policy": spec.policy.label(), "release": spec.policy.release,
+                         "seconds": round(report.seconds, 3), "bmc_seconds": round(report.bmc_seconds, 3),
+                         "properties": [_result_json(spec, r) for r in report.results],
+                         "lemmas": [_result_json(spec, r) for r in report.lemmas]})
+            if as_json:
+                continue
+            table = Table(title=f"{variant} on {scn.name}: {spec.policy.label()} ({report.seconds:.1f} s)")
+            for col in ("property", "verdict", "k", "seconds", "uses"):
+                table.add_column(col)
+            for r in report.results + report.lemmas:
+                colour = {"proved": "green", "bounded": "yellow", "violated": "red"}[r.status]
+                word = {"proved": "proved", "bounded": f"holds to depth {r.k}, not proved",
+                        "violated": f"VIOLATED at depth {r.k}"}[r.status]
+                lemma = " (lemma)" if r in report.lemmas else ""
+                table.add_row(r.property + lemma, f"[{colour}]{word}[/]", str(r.k) if r.status == "proved" else "",
+                              f"{r.seconds:.2f}", _uses(r.support))
+            console.print(table)
+            for r in report.results:
+                if r.status == "violated":
+                    console.print(f"[bold red]{r.property}[/] violated; path:")
+                    console.print(r.counterexample.format(spec), markup=False, highlight=False)
+                elif r.status == "bounded" and r.cti is not None:
+                    console.print(r.cti.format(spec), markup=False, highlight=False)
+        if as_json:
+            print(json.dumps({"scenario": scn.name, "variant": variant, "depth": depth, "max_k": max_k,
+                              "ok": not violated, "runs": runs}, indent=2))
+        raise typer.Exit(1 if violated else 0)
+
+    @app.command()
+    def equiv(
+        variant_a: str = typer.Argument(..., help="First design variant."),
+        variant_b: str = typer.Argument(..., help="Second design variant."),
+        scenario: str = typer.Option("burst2-abort", help="The scenario both run (aborts and bogus notifications by default)."),
+        depth: int = typer.Option(8, help="Look for a distinguishing sequence up to this many steps."),
+        release: Optional[str] = typer.Option(None, help="after-prefill | on-completion (default: the scenario's)."),
+        publication: Optional[str] = typer.Option(None, help="incremental | on-completion (default: the scenario's)."),
+        no_proof: bool = typer.Option(False, "--no-proof", help="Skip the induction on the product."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    ) -> None:
+        """Are two designs indistinguishable from outside? Exit 0 if so, 1 with a shortest distinguishing sequence."""
+        if depth < 0:
+            raise usage_error(f"--depth must be >= 0; got {depth}")
+        _variant(variant_a, "VARIANT_A")
+        _variant(variant_b, "VARIANT_B")
+        scn = _policies(_scenario(scenario), release or _scenario(scenario).policy.release, publication, None)[0]
+        from flightcheck.checks.proofs.equivalence import check_equivalence
+
+        r = check_equivalence(variant_a, variant_b, scn, depth=depth, prove_unbounded=not no_proof)
+        if as_json:
+            print(json.dumps({"variant_a": variant_a, "variant_b": variant_b, "scenario": scenario,
+                              "policy": scn.policy.label(), "verdict": r.verdict, "equivalent": r.equivalent,
+                              "depth": r.depth, "sequence": r.sequence, "difference": r.difference,
+                              "seconds": round(r.seconds, 3)}, indent=2))
+        else:
+            console = Console()
+            colour = "green" if r.equivalent else "red"
+            console.print(f"[{colour}]{r.summary()}[/]")
+            if not r.equivalent:
+                for n, a in enumerate(r.sequence, 1):
+                    console.print(f"{n:2d}. {a}", highlight=False)
+        raise typer.Exit(0 if r.equivalent else 1)

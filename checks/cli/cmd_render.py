@@ -1,0 +1,126 @@
+"""Command ``diff``: the state graphs of two policies (or variants) of one scenario, compared.
+
+Both graphs are explored; their states are tuples of one layout, so they compare directly. The command
+prints how many states and edges occur only under A, only under B, and under both, and with
+``--render`` draws the union, coloured by where each state and edge occurs.
+
+For example::
+
+    $ flightcheck diff --render burst2-diff.png
+    $ flightcheck diff --scenario burst2 --a publication=incremental --b publication=on-completion --json
+    $ flightcheck diff --a variant=correct --b variant=early-release --render early.html
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+
+from flightcheck.checks.cli.errors import usage_error
+from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS
+from flightcheck.spec.variants import VARIANTS
+
+_CHOICES = {"release": RELEASES, "publication": PUBLICATIONS, "coordination": COORDINATIONS}
+_INTS = ("capacity", "chunk")
+
+
+def parse_side(option: str, text: str) -> dict[str, Any]:
+    """``"release=on-completion,capacity=1"`` -> ``{"release": "on-completion", "capacity": 1}``.
+
+    Keys: release, publication, coordination, capacity, chunk (the policy) and variant. Raises
+    ValueError naming the option, the key and the allowed values.
+
+    For example::
+
+        >>> parse_side("--a", "release=on-completion, capacity=1")
+        {'release': 'on-completion', 'capacity': 1}
+    """
+    out: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, eq, value = (x.strip() for x in part.partition("="))
+        if not eq or not value:
+            raise ValueError(f"{option}: {part!r} is not KEY=VALUE")
+        if key in _CHOICES:
+            if value not in _CHOICES[key]:
+                raise ValueError(f"{option}: {key} must be one of {', '.join(_CHOICES[key])}; got {value!r}")
+            out[key] = value
+        elif key in _INTS:
+            if not value.isdigit() or int(value) < 1:
+                raise ValueError(f"{option}: {key} must be a positive integer; got {value!r}")
+            out[key] = int(value)
+        elif key == "variant":
+            if value not in VARIANTS:
+                raise ValueError(f"{option}: unknown variant {value!r}; known: {', '.join(VARIANTS)}")
+            out[key] = value
+        else:
+            raise ValueError(f"{option}: unknown key {key!r}; use release, publication, coordination, "
+                             "capacity, chunk or variant")
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``diff`` to the app."""
+
+    @app.command()
+    def diff(
+        scenario: str = typer.Option("burst2", help=f"A default scenario: {', '.join(SCENARIOS)}."),
+        a: str = typer.Option("release=after-prefill", "--a", help="Side A: KEY=VALUE[,KEY=VALUE] over the scenario's policy (release, publication, coordination, capacity, chunk, variant)."),
+        b: str = typer.Option("release=on-completion", "--b", help="Side B, in the same form."),
+        render: Optional[Path] = typer.Option(None, help="Draw the union: .dot, .svg, .png or .html."),
+        symmetry: bool = typer.Option(True, help="Merge states that differ by renaming interchangeable requests."),
+        force: bool = typer.Option(False, "--force", help="Draw graphs above the readable size limit too."),
+        max_states: int = typer.Option(200_000, min=1, help="Give up beyond this many states per side."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+    ) -> None:
+        """Compare two policies' state graphs of one scenario: counts, and a coloured picture."""
+        from flightcheck.checks.explore.explorer import StateLimitExceeded, explore
+        from flightcheck.checks.explore.render import RenderError, SUFFIXES, render_diff
+
+        if scenario not in SCENARIOS:
+            raise usage_error(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
+        if render is not None and render.suffix.lower() not in SUFFIXES:
+            raise usage_error(f"--render must end in {', '.join(SUFFIXES)}; got {render.name!r}")
+        try:
+            sides = [parse_side("--a", a), parse_side("--b", b)]
+        except ValueError as e:
+            raise usage_error(str(e))
+        names = tuple(",".join(f"{k}={v}" for k, v in side.items()) or "default" for side in sides)
+        if names[0] == names[1]:
+            names = (names[0] + " (A)", names[1] + " (B)")
+        results = []
+        for side in sides:
+            side = dict(side)
+            variant = VARIANTS[side.pop("variant", "correct")]
+            scn = SCENARIOS[scenario].with_policy(**side) if side else SCENARIOS[scenario]
+            try:
+                results.append(explore(variant.build(scn), symmetry=symmetry, max_states=max_states))
+            except StateLimitExceeded as e:
+                raise usage_error(str(e))
+        try:
+            if render is not None:
+                counts = render_diff(results[0], results[1], render, names, force=force)
+            else:
+                from flightcheck.checks.explore.render import diff_counts
+                counts = diff_counts(results[0], results[1])
+        except RenderError as e:
+            raise usage_error(str(e))
+        out = {"scenario": scenario, "a": {"name": names[0], "states": results[0].stats.states, "ok": results[0].ok},
+               "b": {"name": names[1], "states": results[1].stats.states, "ok": results[1].ok},
+               **counts, "render": str(render) if render is not None else None}
+        if as_json:
+            print(json.dumps(out))
+            return
+        from rich.table import Table
+        t = Table(title=f"{scenario}: A = {names[0]}, B = {names[1]}")
+        for col in ("", "only in A", "only in B", "in both"):
+            t.add_column(col, justify="right")
+        for what in ("states", "edges"):
+            t.add_row(what, *(str(counts[f"{what}_{k}"]) for k in ("only_a", "only_b", "common")))
+        console = Console()
+        console.print(t)
+        if render is not None:
+            console.print(f"picture written to {render}")

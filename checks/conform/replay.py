@@ -1,0 +1,277 @@
+"""Counterexample replay: a spec path driven through the real engine, action by action.
+
+A path (``flightcheck explore --json``'s ``"counterexample"``, or a file of action strings) is replayed
+on a fresh engine over the tiny model. Each spec action goes through the engine's own guard/command
+pair: ``arrive`` -> ``add_request``, ``admit`` -> ``can_admit``/``admit`` (the engine admits the head of
+its FIFO queue, so the path's request must be at the head), ``prefill`` -> ``can_prefill`` and one
+forward pass of that request's next chunk, ``publish`` -> ``can_publish``/``publish``, ``release`` ->
+``can_release``/``release``, ``decode`` -> one forward pass of that request, ``finish`` -> ``finish``,
+``evict`` -> ``can_evict``/``evict`` (the engine's LRU victim must be the path's page), ``abort`` ->
+``abort``, ``notify`` -> ``notify_termination``. A monitor checks every event the engine emits against
+the spec (or a design variant's spec, for a variant's counterexample) and compares the engine's state.
+
+Each step reports whether the engine showed the same behaviour: it took the step, emitted exactly the
+spec's action, and reached the same abstract state. A path ending in a violation is *reproduced* when
+the engine follows it to the end and shows the violation too (it rejects the legitimate termination,
+accepts the bogus one, or is stuck where the spec deadlocks).
+
+For example::
+
+    >>> from flightcheck.spec.scenario import SCENARIOS
+    >>> r = replay(["arrive(0)", "arrive(1)", "admit(0)", "prefill(0)"], SCENARIOS["burst2"])
+    >>> [s.same for s in r.steps]
+    [True, True, True, True]
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from flightcheck.checks.explore.counterexample import parse_action
+from flightcheck.checks.conform.validator import ConformanceError, Monitor, violated
+from flightcheck.spec.model import PROGRESS_ACTIONS, Action, FlightSpec
+from flightcheck.spec.scenario import Policy, Scenario
+from flightcheck.spec.state import TERM_BOGUS_ACCEPTED, TERM_LEGIT_REJECTED
+
+
+@dataclass
+class ReplayStep:
+    """One replayed action: did the engine take it, and did it behave as the spec."""
+
+    number: int
+    action: str
+    same: bool
+    note: str = ""
+    violated: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return dict(self.__dict__)
+
+
+@dataclass
+class ReplayResult:
+    """A replay's steps, whether the engine followed the whole path, and whether a violation reproduced."""
+
+    steps: list[ReplayStep]
+    followed: bool
+    spec_violation: list[str]
+    reproduced: bool
+    summary: str
+
+    def format(self) -> str:
+        """A numbered list of the steps, then the verdict."""
+        lines = []
+        for s in self.steps:
+            mark = "same" if s.same else "DIFFERS"
+            bad = f"  [spec violates {', '.join(s.violated)}]" if s.violated else ""
+            lines.append(f"{s.number:3d}. {s.action:12s} {mark}{(': ' + s.note) if s.note else ''}{bad}")
+        return "\n".join(lines + [self.summary])
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return {"followed": self.followed, "reproduced": self.reproduced, "spec_violation": self.spec_violation,
+                "summary": self.summary, "steps": [s.to_json() for s in self.steps]}
+
+
+def load_path(text: str) -> tuple[list[str], dict[str, Any]]:
+    """Actions from ``explore --json`` output (its "counterexample") or from lines / a JSON list of actions.
+
+    Returns the actions and any metadata found (scenario, policy, variant). Raises ValueError naming
+    what is wrong.
+    """
+    text = text.strip()
+    meta: dict[str, Any] = {}
+    if text.startswith("{"):
+        obj = json.loads(text)
+        actions = obj.get("counterexample")
+        if not actions:
+            raise ValueError("the JSON has no \"counterexample\" list (did the exploration find a violation?)")
+        meta = {k: obj[k] for k in ("scenario", "policy", "variant") if k in obj}
+    elif text.startswith("["):
+        actions = json.loads(text)
+    else:
+        actions = [line.split("#")[0].strip() for line in text.splitlines()]
+        actions = [a.split(". ", 1)[-1].split()[0] for a in actions if a]
+    for n, a in enumerate(actions, 1):
+        try:
+            parse_action(a)
+        except ValueError as error:
+            raise ValueError(f"action {n}: {error}") from None
+    return list(actions), meta
+
+
+class _Driver:
+    """Runs spec actions through the engine's guard/command pairs."""
+
+    def __init__(self, scenario: Scenario, policy: Policy, spec_class: type, model: str) -> None:
+        from flightcheck.checks.conform.campaign import build_engine, class_tokens
+        from flightcheck.impl.config import EngineConfig
+
+        self.scenario, self.policy = scenario, policy
+        lifetimes = [-(-(16 * r.num_pages + (5 if r.has_tail else 0) + r.num_decode) // 16) for r in scenario.requests]
+        config = EngineConfig(coordination=policy.coordination, release=policy.release,
+                              publication=policy.publication, max_running=policy.capacity,
+                              prefill_chunk_pages=policy.chunk, num_pages=sum(lifetimes) + 2)
+        self.engine = build_engine(model, config)
+        self.monitor = Monitor(self.engine, policy, scenario=scenario, spec_class=spec_class)
+        self.tokens = {c: class_tokens(c, 16 * scenario.class_request(c).num_pages +
+                                       (5 if scenario.class_request(c).has_tail else 0), 256)
+                       for c in scenario.classes}
+        self.engine_id: dict[int, int] = {}
+
+    @property
+    def sched(self) -> Any:
+        """The engine's scheduler (its guard/command pairs)."""
+        return self.engine.scheduler
+
+    def request(self, i: int) -> Any:
+        """The engine request standing for spec request ``i``."""
+        return self.sched.requests[self.engine_id[i]]
+
+    def run(self, action: Action) -> str | None:
+        """Take ``action`` in the engine; returns why the engine cannot, or None."""
+        from flightcheck.impl.sampling import SamplingParams
+
+        name, i = action.name, action.arg
+        sched, eng = self.sched, self.engine
+        if name == "arrive":
+            r = self.scenario.requests[i]
+            self.monitor.tracker.next_index = i
+            self.engine_id[i] = eng.add_request(self.tokens[r.cls], SamplingParams(max_tokens=r.num_decode + 1))
+            return None
+        if name == "notify":
+            rid = self.engine_id.get(i, 10_000 + i)
+            try:
+                eng.notify_termination(rid)
+            except ConformanceError:
+                raise
+            except Exception as error:
+                return f"rejected: {type(error).__name__}"
+            return "accepted"
+        if name == "evict":
+            c, p = self.monitor.spec.layout.page_slots[action.arg]
+            key = self.monitor.tracker.page_key(c, p)
+            victim = sched.pool._victim() if sched.can_evict() else None
+            if victim is None or sched.pool.pages[victim].key != key:
+                return "the engine's LRU victim is another page" if victim is not None else "nothing evictable"
+            sched.evict()
+            return None
+        if i not in self.engine_id:
+            return f"r{i} never arrived in the engine"
+        req = self.request(i)
+        if name == "admit":
+            if not sched.waiting or sched.waiting[0] is not req:
+                return "the engine admits the head of its FIFO queue, which is another request"
+            if not sched.can_admit():
+                return "can_admit() is false"
+            sched.admit()
+        elif name == "prefill":
+            if not sched.can_prefill(req):
+                return "can_prefill() is false"
+            work = sched._plan_prefill(req, self.policy.chunk)
+            sched.prefill(work, np.array(sched.runner.forward([work.chunk]))[0])
+        elif name == "decode":
+            if req.phase.value != "decode" or len(req.output_token_ids) >= req.sampling.max_tokens:
+                return "the request has no decode step left"
+            work = sched._plan_decode(req)
+            sched.decode(work, np.array(sched.runner.forward([work.chunk]))[0])
+        elif name == "publish":
+            if not sched.can_publish(req):
+                return "can_publish() is false"
+            sched.publish(req)
+        elif name == "release":
+            if not sched.can_release(self.engine_id[i]):
+                return "can_release() is false"
+            sched.release(self.engine_id[i], "after-prefill")
+        elif name == "finish":
+            if req.phase.value != "decode":
+                return f"the request is {req.phase.value}, not decode"
+            sched.finish(req, sched.finish_reason(req) or "stop")
+        elif name == "abort":
+            eng.abort(self.engine_id[i])
+        return None
+
+
+def replay(actions: list[str], scenario: Scenario, policy: Policy | None = None, *,
+           spec_class: type = FlightSpec, model: str = "tiny") -> ReplayResult:
+    """Replay ``actions`` (spec action strings) against a fresh engine; see the module docstring."""
+    policy = policy or scenario.policy
+    spec = spec_class(scenario.with_options(aborts=True, notifications=True, eviction=True), policy)
+    driver = _Driver(scenario, policy, spec_class, model)
+    mon = driver.monitor
+    path = [parse_action(a) for a in actions]
+    steps: list[ReplayStep] = []
+    state = spec.initial()
+    followed = True
+    for n, action in enumerate(path, 1):
+        if not spec.guard(state, action):
+            steps.append(ReplayStep(n, str(action), False, "not enabled in the spec: the path is not a run of it"))
+            followed = False
+            break
+        after = spec.apply(state, action)
+        bad = violated(spec, after)
+        taken = mon.validator.actions
+        if len(taken) >= n and taken[n - 1] == str(action):  # the engine already took it (e.g. release at once)
+            steps.append(ReplayStep(n, str(action), True, "the engine took it already, in the previous command", bad))
+            state = after
+            continue
+        try:
+            why = driver.run(action)
+            if why is None:
+                mon.check()
+        except ConformanceError as error:
+            steps.append(ReplayStep(n, str(action), False, error.diagnosis.format().replace("\n", " | "), bad))
+            followed = False
+            break
+        except Exception as error:
+            why = f"the engine raised {type(error).__name__}: {error}"
+        g = spec.view(after).g_term
+        term_changed = g != spec.view(state).g_term
+        if action.name == "notify":
+            same = (why == "accepted") == (g == TERM_BOGUS_ACCEPTED and term_changed)
+            steps.append(ReplayStep(n, str(action), same, f"the engine {why}", bad))
+        elif why is not None and term_changed and g == TERM_LEGIT_REJECTED and "UnknownRequestError" in why:
+            steps.append(ReplayStep(n, str(action), True, f"termination rejected as in the spec: {why}", bad))
+        elif why is not None:
+            steps.append(ReplayStep(n, str(action), False, why, bad))
+        else:
+            extra = mon.validator.actions[n:]
+            ahead = [str(a) for a in path[n:n + len(extra)]]
+            steps.append(ReplayStep(n, str(action), True, ("then " + ", ".join(extra)) if extra else "", bad))
+            if extra[:len(ahead)] != ahead:  # the engine went on by itself, where the path does something else
+                steps.append(ReplayStep(n + 1, str(path[n]), False, f"the engine took {', '.join(extra)} at once, "
+                                        f"where the path continues with {', '.join(ahead)}"))
+        if not steps[-1].same:
+            followed = False
+            break
+        state = after
+    final_bad = violated(spec, state) if followed else []
+    stuck = False
+    if followed:
+        view = spec.view(state)
+        live = any(spec.is_live(view, i) for i in range(spec.num_requests))
+        pending = [a for a in spec.enabled(state) if a.name in PROGRESS_ACTIONS]
+        if live and not pending and mon.failure is None:
+            before = len(driver.engine.events.events)
+            for _ in range(3):
+                driver.engine.step()
+            stuck = len(driver.engine.events.events) == before
+            final_bad = final_bad + ["no_deadlock"] if stuck else final_bad
+            steps.append(ReplayStep(len(path) + 1, "(3 engine steps)", stuck,
+                                    "the engine is stuck as well" if stuck else "the engine moves on"))
+    spec_bad = sorted(set(b for s in steps for b in s.violated) | set(final_bad))
+    reproduced = followed and bool(spec_bad) and all(s.same for s in steps)
+    if reproduced:
+        summary = f"reproduced: the engine follows the path and shows {', '.join(spec_bad)}"
+    elif followed and not spec_bad:
+        summary = "the engine follows the whole path, as the spec does"
+    elif followed:
+        summary = f"not reproduced: the engine follows the path but does not show {', '.join(spec_bad)}"
+    else:
+        summary = f"the engine departs from the path at step {steps[-1].number} ({steps[-1].action})"
+    return ReplayResult(steps, followed, spec_bad, reproduced, summary)

@@ -1,0 +1,244 @@
+"""Request traces for the workload opportunity model: loading, validation and conversion.
+
+A trace is a JSON-lines file with one request per line and four fields (the Mooncake FAST'25 schema):
+
+- ``timestamp``: arrival time in milliseconds from the start of the trace (a non-negative number);
+- ``input_length`` and ``output_length``: prompt and generated token counts (non-negative integers);
+- ``hash_ids``: one integer per prefix block (512 tokens in the Mooncake traces). Equal ids at equal
+  positions are the same reusable block.
+
+Every line must be a JSON object with all four fields of the right type; a blank or malformed line raises
+:class:`TraceError` naming the line number and the field. Nothing is silently skipped. Extra fields are
+allowed and ignored. Lines need not be sorted by time: :func:`load_trace` keeps file order, and the model
+sorts stably, so ties keep file order.
+
+The engine's own event log converts to this schema with :func:`events_to_trace`.
+
+For example::
+
+    >>> trace = parse_trace_lines(['{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [7, 8]}'])
+    >>> trace.requests[0].hash_ids
+    (7, 8)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
+
+
+class TraceError(ValueError):
+    """A malformed trace or event line, naming the file, line number (1-based) and field.
+
+    For example::
+
+        >>> try:
+        ...     parse_trace_lines(['{"timestamp": -1, "input_length": 1, "output_length": 1, "hash_ids": []}'], source="t.jsonl")
+        ... except TraceError as error:
+        ...     print(error)
+        t.jsonl line 1, field 'timestamp': must be a finite number >= 0, got -1
+    """
+
+    def __init__(self, source: str, line_number: int, field: str | None, message: str) -> None:
+        self.source = source
+        self.line_number = line_number
+        self.field = field
+        where = f"{source} line {line_number}" + (f", field {field!r}" if field else "")
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRequest:
+    """One request of a trace: arrival time (ms), token counts and prefix-block ids, and its source line."""
+
+    timestamp_ms: float
+    input_length: int
+    output_length: int
+    hash_ids: tuple[int, ...]
+    line_number: int
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """A named, validated trace: its requests in file order."""
+
+    name: str
+    requests: tuple[TraceRequest, ...]
+
+    @property
+    def num_requests(self) -> int:
+        """The number of requests."""
+        return len(self.requests)
+
+    @property
+    def num_block_lookups(self) -> int:
+        """The total number of prefix blocks over all requests (one lookup each per configuration)."""
+        return sum(len(r.hash_ids) for r in self.requests)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _parse_request(obj: object, source: str, line_number: int) -> TraceRequest:
+    def fail(field: str | None, message: str) -> TraceError:
+        return TraceError(source, line_number, field, message)
+
+    if not isinstance(obj, dict):
+        raise fail(None, f"expected a JSON object, got {type(obj).__name__}")
+    for field in FIELDS:
+        if field not in obj:
+            raise fail(field, "missing")
+    ts = obj["timestamp"]
+    if not (_is_int(ts) or isinstance(ts, float)) or not math.isfinite(ts) or ts < 0:
+        raise fail("timestamp", f"must be a finite number >= 0, got {ts!r}")
+    for field in ("input_length", "output_length"):
+        if not _is_int(obj[field]) or obj[field] < 0:
+            raise fail(field, f"must be an integer >= 0, got {obj[field]!r}")
+    ids = obj["hash_ids"]
+    if not isinstance(ids, list):
+        raise fail("hash_ids", f"must be a list of integers, got {type(ids).__name__}")
+    for position, value in enumerate(ids):
+        if not _is_int(value):
+            raise fail("hash_ids", f"position {position} must be an integer, got {value!r}")
+    return TraceRequest(float(ts), obj["input_length"], obj["output_length"], tuple(ids), line_number)
+
+
+def parse_trace_lines(lines: Iterable[str], source: str = "<trace>", name: str | None = None) -> Trace:
+    """Parse JSON lines into a :class:`Trace`; raise :class:`TraceError` on the first bad line.
+
+    A trailing newline at the end of the file is fine; any blank line between records is an error.
+    """
+    raw = list(lines)
+    if raw and raw[-1].strip() == "":
+        raw.pop()
+    requests = []
+    for index, line in enumerate(raw):
+        line_number = index + 1
+        if not line.strip():
+            raise TraceError(source, line_number, None, "blank line (every line must hold one request)")
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise TraceError(source, line_number, None, f"not valid JSON ({error.msg} at column {error.colno})") from None
+        requests.append(_parse_request(obj, source, line_number))
+    if not requests:
+        raise TraceError(source, 1, None, "the trace holds no requests")
+    return Trace(name if name is not None else source, tuple(requests))
+
+
+def load_trace(path: str | os.PathLike[str]) -> Trace:
+    """Read and validate a trace file; its name is the file stem (``conversation_trace`` ...)."""
+    p = Path(path)
+    with p.open(encoding="utf-8") as handle:
+        return parse_trace_lines(handle.read().split("\n"), source=str(p), name=p.stem)
+
+
+def repo_root() -> Path:
+    """The repository root (the folder above ``checks/``)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def shared_dir() -> Path:
+    """The shared data folder: ``$FLIGHTCHECK_SHARED`` if set, else ``../shared`` beside the repository root."""
+    override = os.environ.get("FLIGHTCHECK_SHARED")
+    return Path(override) if override else repo_root().parent / "shared"
+
+
+def shared_trace_path(name: str) -> Path:
+    """The path of a shared trace, e.g. ``shared_trace_path("conversation")`` -> ``.../traces/conversation_trace.jsonl``."""
+    return shared_dir() / "traces" / f"{name}_trace.jsonl"
+
+
+def events_to_trace(lines: Iterable[str], source: str = "<events>", block_tokens: int = 16) -> Trace:
+    """Convert an engine event log (JSON lines) into a trace: one request per ``arrive`` event.
+
+    - ``timestamp``: the event's ``t`` (seconds) times 1000; if no ``arrive`` event has ``t``, every request
+      arrives at 0 ms (simultaneous, in log order). A log where some arrivals carry ``t`` and others do not
+      is rejected.
+    - ``input_length``: ``num_tokens``; ``hash_ids``: ``ceil(num_tokens / block_tokens)`` ids. The log
+      carries only a key of the whole input, so requests with the same ``input`` key share all their block
+      ids and different keys share none (partial prefix sharing between different inputs is not visible).
+    - ``output_length``: the request's generated tokens: one for a ``prefill`` with ``first_token`` true
+      plus one per ``decode`` event.
+
+    A first line holding only a ``policy`` object (the engine's header) is skipped. Other events are
+    read for the output count only; a line that is not a JSON object with an ``action``,
+    or an ``arrive`` without ``request``, ``input`` or ``num_tokens``, raises :class:`TraceError`.
+
+    For example::
+
+        >>> log = ['{"seq": 0, "action": "arrive", "request": 1, "input": "ab", "num_tokens": 40, "t": 0.5}']
+        >>> events_to_trace(log).requests[0]
+        TraceRequest(timestamp_ms=500.0, input_length=40, output_length=0, hash_ids=(0, 1, 2), line_number=1)
+    """
+    if block_tokens < 1:
+        raise ValueError(f"block_tokens must be >= 1, got {block_tokens}")
+    arrivals: list[tuple[int, object, str, int, float | None]] = []
+    outputs: dict[object, int] = {}
+    raw = list(lines)
+    if raw and raw[-1].strip() == "":
+        raw.pop()
+    for index, line in enumerate(raw):
+        line_number = index + 1
+        if not line.strip():
+            raise TraceError(source, line_number, None, "blank line (every line must hold one event)")
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise TraceError(source, line_number, None, f"not valid JSON ({error.msg})") from None
+        if index == 0 and isinstance(event, dict) and "policy" in event and "action" not in event:
+            continue  # the engine's header line: the policy the log ran under
+        if not isinstance(event, dict) or "action" not in event:
+            raise TraceError(source, line_number, "action", "missing (expected an event object with an action)")
+        action = event["action"]
+        if action == "arrive":
+            for field in ("request", "input", "num_tokens"):
+                if field not in event:
+                    raise TraceError(source, line_number, field, "missing in an arrive event")
+            if not _is_int(event["num_tokens"]) or event["num_tokens"] < 0:
+                raise TraceError(source, line_number, "num_tokens", f"must be an integer >= 0, got {event['num_tokens']!r}")
+            t = event.get("t")
+            if t is not None and (not (_is_int(t) or isinstance(t, float)) or not math.isfinite(t) or t < 0):
+                raise TraceError(source, line_number, "t", f"must be a finite number of seconds >= 0, got {t!r}")
+            arrivals.append((line_number, event["request"], str(event["input"]), event["num_tokens"], t))
+        elif action == "prefill" and event.get("first_token") is True:
+            outputs[event.get("request")] = outputs.get(event.get("request"), 0) + 1
+        elif action == "decode":
+            outputs[event.get("request")] = outputs.get(event.get("request"), 0) + 1
+    if not arrivals:
+        raise TraceError(source, 1, "action", "the log holds no arrive events")
+    has_t = [a[4] is not None for a in arrivals]
+    if any(has_t) and not all(has_t):
+        line_number = arrivals[has_t.index(False)][0]
+        raise TraceError(source, line_number, "t", "missing while other arrive events carry it")
+    next_id = 0
+    ids_of_input: dict[str, tuple[int, ...]] = {}
+    requests = []
+    for line_number, request_id, key, num_tokens, t in arrivals:
+        num_blocks = -(-num_tokens // block_tokens)
+        ids = ids_of_input.get(key)
+        if ids is None:
+            ids = tuple(range(next_id, next_id + num_blocks))
+            next_id += num_blocks
+            ids_of_input[key] = ids
+        elif len(ids) != num_blocks:
+            raise TraceError(source, line_number, "num_tokens", f"input {key!r} was seen with a different length")
+        ts = 0.0 if t is None else float(t) * 1000.0
+        requests.append(TraceRequest(ts, num_tokens, outputs.get(request_id, 0), ids, line_number))
+    return Trace(source, tuple(requests))
+
+
+def write_trace(trace: Trace, path: str | os.PathLike[str]) -> None:
+    """Write a trace as JSON lines in the schema above (timestamps as integers when they are whole)."""
+    with open(path, "w", encoding="utf-8") as handle:
+        for r in trace.requests:
+            ts = int(r.timestamp_ms) if float(r.timestamp_ms).is_integer() else r.timestamp_ms
+            record = {"timestamp": ts, "input_length": r.input_length, "output_length": r.output_length, "hash_ids": list(r.hash_ids)}
+            handle.write(json.dumps(record) + "\n")

@@ -1,0 +1,36 @@
+"""`flightcheck check`, the main job: every stage runs and reports, and a broken stage fails the job."""
+
+import json
+
+from typer.testing import CliRunner
+
+from flightcheck.checks.cli import suite
+from flightcheck.checks.cli.app import app
+
+
+def test_check_quick_runs_every_stage_but_the_real_model_and_passes():
+    r = CliRunner().invoke(app, ["check", "--quick", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output.strip().splitlines()[-1])
+    assert out["verdict"] == "ok"
+    stages = {row["stage"] for row in out["rows"]}
+    assert stages == {"explore", "variants", "prove", "equiv", "conform", "workload"}
+    by_item = {(row["stage"], row["item"]): row for row in out["rows"]}
+    assert by_item[("variants", "forget-at-release")]["detail"] == "caught: termination_validated in 9 steps"
+    assert by_item[("prove", "burst2 after-prefill")]["detail"].startswith("10/10 proved")
+    assert "differ after 9 step(s)" in by_item[("equiv", "correct vs forget-at-release")]["detail"]
+    assert all(row["ok"] for row in out["rows"])
+
+
+def test_a_stage_that_breaks_is_a_failed_row_and_fails_the_job(monkeypatch, capsys):
+    monkeypatch.setattr(suite, "STAGES", [
+        ("variants", "flightcheck.checks.cli.suite:variants_stage", False),
+        ("broken", "flightcheck.checks.cli.suite:no_such_stage", False),
+        ("smollm2", "flightcheck.checks.cli.suite:real_model_stage", True),
+    ])
+    assert suite.run_suite(as_json=True, quick=True) is False
+    out = json.loads(capsys.readouterr().out)
+    broken = [r for r in out["rows"] if r["stage"] == "broken"]
+    assert len(broken) == 1 and not broken[0]["ok"] and "no_such_stage" in broken[0]["detail"]
+    assert not any(r["stage"] == "smollm2" for r in out["rows"])  # --quick skips the real model
+    assert sum(r["ok"] for r in out["rows"]) == 7

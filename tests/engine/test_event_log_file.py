@@ -1,0 +1,50 @@
+"""An engine's event log file is self-describing: a policy header, timed arrivals, and the tools read it."""
+
+import json
+
+from typer.testing import CliRunner
+
+from flightcheck.checks.cli.app import app
+from flightcheck.checks.workload.trace import events_to_trace
+from flightcheck.impl.config import EngineConfig
+from flightcheck.impl.engine import Engine
+from flightcheck.impl.sampling import SamplingParams
+
+
+def _run(path, **config):
+    engine = Engine.tiny(EngineConfig(num_pages=64, max_running=2, prefill_chunk_pages=2, **config),
+                         event_log_path=str(path))
+    for _ in range(3):
+        engine.add_request(list(range(40)), SamplingParams(max_tokens=3))
+    engine.run()
+    engine.close()
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_the_log_file_opens_with_the_policy_and_arrivals_carry_their_time(tmp_path):
+    lines = _run(tmp_path / "ev.jsonl", release="on-completion", publication="on-completion")
+    assert lines[0]["policy"] == {"coordination": "single-flight", "release": "on-completion",
+                                  "publication": "on-completion", "capacity": 2, "chunk": 2}
+    arrivals = [e for e in lines[1:] if e["action"] == "arrive"]
+    assert len(arrivals) == 3 and all(isinstance(e["t"], float) and e["t"] >= 0 for e in arrivals)
+    assert [e["t"] for e in arrivals] == sorted(e["t"] for e in arrivals)
+    assert [e["seq"] for e in lines[1:]] == list(range(len(lines) - 1))
+
+
+def test_validate_takes_the_policy_from_the_header_and_a_wrong_flag_is_caught(tmp_path):
+    path = tmp_path / "ev.jsonl"
+    _run(path, release="on-completion")
+    runner = CliRunner()
+    ok = runner.invoke(app, ["validate", str(path)])
+    assert ok.exit_code == 0, ok.output
+    assert "on-completion" in ok.output
+    wrong = runner.invoke(app, ["validate", str(path), "--coordination", "none"])
+    assert wrong.exit_code == 1, wrong.output
+
+
+def test_the_workload_converter_reads_an_engine_log_with_its_header(tmp_path):
+    path = tmp_path / "ev.jsonl"
+    _run(path)
+    trace = events_to_trace(path.read_text().splitlines(keepends=True), source=str(path))
+    assert [r.input_length for r in trace.requests] == [40, 40, 40]
+    assert len({r.hash_ids for r in trace.requests}) == 1 and len(trace.requests[0].hash_ids) == 3

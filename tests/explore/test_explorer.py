@@ -1,0 +1,235 @@
+"""The explorer: pinned state counts, verdicts, mutants' shortest counterexamples, symmetry, toy models."""
+
+import pytest
+
+from flightcheck.checks.explore.explorer import StateLimitExceeded, explore
+from flightcheck.spec.model import Action, FlightSpec
+from flightcheck.spec.properties import Property, always, deadlock_free, eventually, sometimes
+from flightcheck.spec.scenario import PUBLICATIONS, RELEASES, SCENARIOS, Policy, burst
+from flightcheck.spec.variants import VARIANTS
+
+# (scenario, release, publication) -> (states with symmetry, states without)
+PINNED = {
+    ("burst2", "after-prefill", "incremental"): (52, 102),
+    ("burst2", "after-prefill", "on-completion"): (52, 102),
+    ("burst2", "on-completion", "incremental"): (30, 58),
+    ("burst2", "on-completion", "on-completion"): (26, 50),
+    ("burst3", "after-prefill", "incremental"): (166, 869),
+    ("burst3", "on-completion", "on-completion"): (78, 371),
+    ("burst2-abort", "after-prefill", "incremental"): (108, 211),
+    ("burst2-abort", "on-completion", "on-completion"): (46, 89),
+    ("burst3-abort", "after-prefill", "incremental"): (714, 3875),
+    ("burst3-abort", "after-prefill", "on-completion"): (455, 2434),
+    ("burst3-abort", "on-completion", "incremental"): (618, 3317),
+    ("burst3-abort", "on-completion", "on-completion"): (222, 1149),
+    ("mixed3", "after-prefill", "incremental"): (568, 1110),
+    ("mixed3", "on-completion", "incremental"): (330, 638),
+    ("burst2-cap1", "after-prefill", "incremental"): (74, 144),
+    ("burst2-cap1", "on-completion", "on-completion"): (58, 112),
+    ("burst2-evict", "after-prefill", "incremental"): (150, 293),
+    ("burst2-evict", "on-completion", "incremental"): (128, 249),
+    ("notail", "after-prefill", "incremental"): (48, 94),
+    ("notail", "on-completion", "on-completion"): (24, 46),
+    ("burst4-abort", "after-prefill", "incremental"): (2727, None),
+    ("burst4-abort", "on-completion", "incremental"): (2479, None),
+}
+
+
+@pytest.mark.parametrize("key", sorted(PINNED), ids=lambda k: "-".join(k))
+def test_correct_design_passes_every_property_with_pinned_state_counts(key):
+    name, release, publication = key
+    spec = FlightSpec(SCENARIOS[name].with_policy(release=release, publication=publication))
+    reduced, full = PINNED[key]
+    r = explore(spec)
+    assert r.ok, [p.name for p in r.violations]
+    assert r.stats.states == reduced
+    if full is not None:
+        f = explore(spec, symmetry=False)
+        assert f.stats.states == full
+        assert {p.name: p.verdict for p in f.properties} == {p.name: p.verdict for p in r.properties}
+
+
+# burst4-abort's full graph (51,139 states) is the benchmark's job, not the test suite's.
+@pytest.mark.parametrize("name", sorted(n for n in SCENARIOS if n != "burst4-abort"))
+@pytest.mark.parametrize("variant", ["correct", "forget-at-release", "stranded-followers", "early-release"])
+def test_symmetry_gives_the_same_verdicts_and_path_lengths_as_the_full_graph(name, variant):
+    spec = VARIANTS[variant].build(SCENARIOS[name].with_policy(publication="on-completion"))
+    a, b = explore(spec), explore(spec, symmetry=False)
+    assert a.stats.states <= b.stats.states
+    for pa, pb in zip(a.properties, b.properties):
+        assert (pa.name, pa.verdict) == (pb.name, pb.verdict)
+        la = len(pa.counterexample) if pa.counterexample else None
+        lb = len(pb.counterexample) if pb.counterexample else None
+        assert la == lb, pa.name
+
+
+# The same pinned (property, shortest length) per mutant as every other checker: tests/pinned.py.
+from pinned import MUTANTS  # noqa: E402
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_every_mutant_fails_on_its_property_with_a_shortest_counterexample(name):
+    prop, length = MUTANTS[name]
+    v = VARIANTS[name]
+    assert v.expected_violation == prop
+    spec = v.demo_spec()
+    r = explore(spec)
+    res = r.result(prop)
+    assert not res.holds
+    assert len(res.counterexample) == length
+    # The counterexample is concrete: replaying its actions reaches a state that violates the property.
+    from flightcheck.checks.explore.counterexample import Counterexample
+    replay = Counterexample.from_actions(spec, res.counterexample.actions)
+    assert replay.actions == res.counterexample.actions
+    if res.kind == "always":
+        from flightcheck.spec.properties import get_property
+        assert not get_property(prop).holds(spec, replay.final_state(spec))
+
+
+def test_correct_variants_pass_on_their_demo_and_on_the_abort_scenarios():
+    for name in ("correct", "draining"):
+        for scn in ("burst2", "burst3-abort", "burst2-evict"):
+            r = explore(VARIANTS[name].build(SCENARIOS[scn]))
+            assert r.ok, (name, scn, [p.name for p in r.violations])
+
+
+def test_stranded_followers_liveness_counterexample_stutters_with_a_blocked_follower():
+    spec = VARIANTS["stranded-followers"].demo_spec()
+    r = explore(spec)
+    cx = r.result("eventually_terminates").counterexample
+    assert cx.actions == ["arrive(0)", "arrive(1)", "abort(0)"] and cx.stutters
+    assert "no engine step is enabled" in cx.format(spec)
+
+
+def test_the_checker_finds_the_eviction_gap_of_released_followers():
+    # A finding, kept as a test: released followers hold no pages until admitted, so eviction between
+    # release and admission makes two released followers prefill the same page.
+    spec = FlightSpec(burst(3, eviction=True, policy=Policy(capacity=2)))
+    r = explore(spec)
+    res = r.result("single_prefill")
+    assert not res.holds and len(res.counterexample) == 16
+    assert res.counterexample.actions[11] == "evict(1)"
+    assert [p.name for p in r.violations] == ["single_prefill"]
+
+
+def test_coordination_none_has_no_flights_and_single_prefill_does_not_apply():
+    spec = FlightSpec(SCENARIOS["burst3-abort"].with_policy(coordination="none"))
+    r = explore(spec)
+    assert r.ok and r.stats.states == 468
+    assert "single_prefill" not in [p.name for p in r.properties]
+
+
+def test_json_shape_and_statistics():
+    r = explore(VARIANTS["insert-on-miss"].demo_spec())
+    out = r.to_json()
+    assert out["verdict"] == "violated"
+    assert out["counterexample"] == ["arrive(0)", "admit(0)"]
+    assert set(out["stats"]) >= {"states", "edges", "depth", "states_per_second"}
+    assert out["stats"]["states"] == 48
+
+
+def test_state_limit_is_a_clear_error():
+    with pytest.raises(StateLimitExceeded, match="more than 10 states"):
+        explore(FlightSpec(SCENARIOS["burst2"]), max_states=10)
+
+
+# ---------------------------------------------------------------- toy models: the checker checked
+class Toy:
+    """A minimal model with the explorer's interface: states are tuples, one 'request'."""
+
+    num_requests = 1
+
+    def __init__(self, edges, live, initial=(0,)):
+        self.edges, self.live, self._init = edges, live, initial
+
+    def initial(self):
+        return self._init
+
+    def successors(self, s):
+        return [(Action(name, 0), t) for name, t in self.edges(s)]
+
+    def view(self, s):
+        return s
+
+    def is_live(self, s, i):
+        return self.live(s)
+
+
+def test_toy_counter_has_k_plus_one_states_and_its_invariant_holds():
+    k = 7
+    toy = Toy(lambda s: [("prefill", (s[0] + 1,))] if s[0] < k else [], live=lambda s: s[0] < k)
+    props = [always("bounded", "x stays below k+1")(lambda spec, s: s[0] <= k),
+             sometimes("reaches_k", "x reaches k")(lambda spec, s: s[0] == k),
+             deadlock_free("no_deadlock", ""), eventually("eventually_terminates", "")]
+    r = explore(toy, properties=props)
+    assert r.ok and r.stats.states == k + 1 and r.stats.depth == k
+    bad = [always("small", "x stays below 3")(lambda spec, s: s[0] < 3)]
+    r = explore(toy, properties=bad)
+    assert r.result("small").counterexample.actions == ["prefill(0)"] * 3
+
+
+def test_toy_deadlock_is_found_with_its_shortest_path():
+    # Two lock takers in opposite order: state = (a_locks, b_locks, owner_x, owner_y).
+    def edges(s):
+        a, b, x, y = s
+        out = []
+        if a == 0 and x == 0:
+            out.append(("admit", (1, b, 1, y)))
+        if a == 1 and y == 0:
+            out.append(("prefill", (2, b, 0, 0)))  # takes y, finishes, releases both
+        if b == 0 and y == 0:
+            out.append(("decode", (a, 1, x, 2)))
+        if b == 1 and x == 0:
+            out.append(("finish", (a, 2, 0, 0)))
+        return out
+    toy = Toy(edges, live=lambda s: s[0] < 2 or s[1] < 2, initial=(0, 0, 0, 0))
+    r = explore(toy, properties=[deadlock_free("no_deadlock", ""), eventually("eventually_terminates", "")])
+    res = r.result("no_deadlock")
+    assert not res.holds and len(res.counterexample) == 2
+    assert set(res.counterexample.actions) == {"admit(0)", "decode(0)"}
+    assert not r.result("eventually_terminates").holds
+
+
+def test_toy_fairness_a_cycle_with_an_always_enabled_exit_is_not_a_violation():
+    # 0 <-> 1 by engine steps, and 'finish' is enabled in both: weak fairness forces it.
+    def edges(s):
+        x = s[0]
+        if x == 2:
+            return []
+        return [("decode", (1 - x,)), ("finish", (2,))]
+    toy = Toy(edges, live=lambda s: s[0] < 2)
+    r = explore(toy, properties=[eventually("eventually_terminates", "")])
+    assert r.ok
+
+
+def test_toy_fairness_an_exit_enabled_only_sometimes_leaves_a_fair_cycle():
+    # 'finish' is enabled only in state 1, so a run can cycle 0 -> 1 -> 0 forever: a real violation.
+    def edges(s):
+        x = s[0]
+        if x == 2:
+            return []
+        out = [("decode", (1 - x,))]
+        if x == 1:
+            out.append(("finish", (2,)))
+        return out
+    toy = Toy(edges, live=lambda s: s[0] < 2)
+    r = explore(toy, properties=[eventually("eventually_terminates", "")])
+    cx = r.result("eventually_terminates").counterexample
+    assert not r.ok and cx.loop and [str(s.action) for s in cx.loop] == ["decode(0)", "decode(0)"]
+
+
+# Every default scenario under every release point and publication policy (symmetry on): states.
+ALL_REDUCED = {
+    "burst2": (52, 52, 30, 26), "burst3": (166, 166, 84, 78), "burst2-abort": (108, 91, 84, 46),
+    "burst3-abort": (714, 455, 618, 222), "mixed3": (568, 568, 330, 234), "burst2-cap1": (74, 76, 68, 58),
+    "burst2-evict": (150, 154, 128, 84), "burst4-abort": (2727, 1583, 2479, 798), "notail": (48, 50, 26, 24),
+}
+
+
+def test_every_default_scenario_and_policy_has_its_pinned_count_and_passes():
+    assert set(ALL_REDUCED) == set(SCENARIOS)
+    for name, counts in ALL_REDUCED.items():
+        combos = [(r, p) for r in RELEASES for p in PUBLICATIONS]
+        for (release, publication), n in zip(combos, counts):
+            r = explore(FlightSpec(SCENARIOS[name].with_policy(release=release, publication=publication)))
+            assert (name, release, publication, r.stats.states, r.ok) == (name, release, publication, n, True)
