@@ -42,6 +42,7 @@ For example::
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -56,6 +57,23 @@ ACTION_NAMES = ("arrive", "admit", "prefill", "publish", "release", "decode", "f
 ENGINE_ACTIONS = frozenset({"admit", "prefill", "publish", "release", "decode", "finish", "evict"})
 PROGRESS_ACTIONS = ENGINE_ACTIONS - {"evict"}
 ENVIRONMENT_ACTIONS = frozenset({"arrive", "abort", "notify"})
+
+
+_ACTION_RE = re.compile(r"^\s*([a-z]+)\((\d+)\)\s*$")
+
+
+def parse_action(text: str) -> "Action":
+    """``"admit(0)"`` -> ``Action("admit", 0)``, with a clear error for anything else.
+
+    For example::
+
+        >>> parse_action("release(1)")
+        Action(name='release', arg=1)
+    """
+    m = _ACTION_RE.match(text)
+    if not m or m.group(1) not in ACTION_NAMES:
+        raise ValueError(f"not an action: {text!r}; expected NAME(INDEX) with NAME one of {', '.join(ACTION_NAMES)}")
+    return Action(m.group(1), int(m.group(2)))
 
 
 @dataclass(frozen=True, order=True)
@@ -141,6 +159,35 @@ class FlightSpec:
         """The enabled actions of ``state``, in order."""
         s = self.view(state)
         return (a for a, g in zip(self.actions, self._guards) if g(s, a.arg))
+
+    # ------------------------------------------------------------------ what checkers and pictures ask
+    def symmetry(self) -> Any:
+        """The symmetry reduction over interchangeable requests (:class:`~flightcheck.spec.symmetry.Symmetry`)."""
+        from flightcheck.spec.symmetry import Symmetry
+        return Symmetry(self)
+
+    def describe(self, state: Any) -> dict[str, Any]:
+        """A readable dictionary of ``state`` (see :func:`flightcheck.spec.describe.describe`)."""
+        from flightcheck.spec.describe import describe
+        return describe(self, state)
+
+    def label(self, state: Any) -> str:
+        """The compact multi-line label of ``state`` drawn in graph nodes."""
+        from flightcheck.spec.describe import label
+        return label(self, state)
+
+    def changes(self, before: Any, after: Any) -> str:
+        """What one step changed, in the design's words."""
+        from flightcheck.spec.describe import changes
+        return changes(self, before, after)
+
+    def title(self) -> str:
+        """Scenario, policy and variant in one line, e.g. ``burst2 · single-flight/... · variant correct``."""
+        return f"{self.scenario.name} · {self.policy.label()} · variant {self.variant_name}"
+
+    def state_names(self) -> list[str]:
+        """A name for every slot of a state (two models draw on one picture only if these agree)."""
+        return self.layout.slot_names()
 
     # ------------------------------------------------------------------ derived facts
     def cls(self, i: int) -> int:

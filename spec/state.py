@@ -111,28 +111,38 @@ class Layout:
             self.page_slots.extend((self.class_slot[c], p) for p in range(h))
         num_pages = len(self.page_slots)
         self.fields: dict[str, tuple[int, int, list[int], list[int]]] = {}
+        # What each field is indexed by ("request", "class", "page" or "scalar"), and the fields whose
+        # values name a request (0 for none, i + 1 for request i): symmetry reduction renames both.
+        self.kinds: dict[str, str] = {}
+        self.names_request: frozenset[str] = frozenset({"mem", "idx"})
         off = 0
 
-        def add(name: str, size: int, lo: list[int], hi: list[int]) -> None:
+        def add(name: str, kind: str, size: int, lo: list[int], hi: list[int]) -> None:
             nonlocal off
             self.fields[name] = (off, size, lo, hi)
+            self.kinds[name] = kind
             off += max(size, 1)
 
-        add("ph", n, [0] * n, [ABORTED] * n)
-        add("hit", n, [0] * n, [self.num_shareable[k] for k in self.req_class])
-        add("done", n, [0] * n, [r.num_units for r in reqs])
-        add("pubd", n, [0] * n, [self.num_shareable[k] for k in self.req_class])
-        add("dec", n, [0] * n, [r.num_decode for r in reqs])
-        add("mem", n, [0] * n, [n] * n)
-        add("rel", n, [0] * n, [1] * n)
-        add("fl", n, [0] * n, [DRAINING] * n)
-        add("idx", len(self.classes), [0] * len(self.classes), [n] * len(self.classes))
-        add("pg", num_pages, [0] * num_pages, [READY] * num_pages)
-        add("ref", num_pages, [0] * num_pages, [n] * num_pages)
-        add("g_term", 0, [0], [TERM_BOGUS_ACCEPTED])
-        add("g_early", 0, [0], [1])
-        add("g_dup", 0, [0], [1])
+        nc = len(self.classes)
+        add("ph", "request", n, [0] * n, [ABORTED] * n)
+        add("hit", "request", n, [0] * n, [self.num_shareable[k] for k in self.req_class])
+        add("done", "request", n, [0] * n, [r.num_units for r in reqs])
+        add("pubd", "request", n, [0] * n, [self.num_shareable[k] for k in self.req_class])
+        add("dec", "request", n, [0] * n, [r.num_decode for r in reqs])
+        add("mem", "request", n, [0] * n, [n] * n)
+        add("rel", "request", n, [0] * n, [1] * n)
+        add("fl", "request", n, [0] * n, [DRAINING] * n)
+        add("idx", "class", nc, [0] * nc, [n] * nc)
+        add("pg", "page", num_pages, [0] * num_pages, [READY] * num_pages)
+        add("ref", "page", num_pages, [0] * num_pages, [n] * num_pages)
+        add("g_term", "scalar", 0, [0], [TERM_BOGUS_ACCEPTED])
+        add("g_early", "scalar", 0, [0], [1])
+        add("g_dup", "scalar", 0, [0], [1])
         self.size = off
+
+    def fields_of(self, kind: str) -> list[str]:
+        """The names of the fields indexed by ``kind`` ("request", "class", "page", "scalar"), in order."""
+        return [name for name, k in self.kinds.items() if k == kind]
 
     def initial(self) -> State:
         """The initial state: nothing arrived, nothing cached, no flights."""

@@ -27,11 +27,14 @@ from __future__ import annotations
 from flightcheck.spec.model import Action, FlightSpec
 from flightcheck.spec.state import State
 
-_PER_REQUEST = ("ph", "hit", "done", "pubd", "dec", "mem", "rel", "fl")
-
 
 class Symmetry:
-    """Canonical renaming of a spec's states over its groups of interchangeable requests."""
+    """Canonical renaming of a spec's states over its groups of interchangeable requests.
+
+    Everything it needs comes from the layout: the fields indexed by request are permuted, and the
+    values of the fields that name a request (``layout.names_request``) are renamed; a field added to
+    the layout with the right kind is reduced correctly with no change here.
+    """
 
     def __init__(self, spec: FlightSpec) -> None:
         self.spec = spec
@@ -41,9 +44,14 @@ class Symmetry:
             groups.setdefault(r, []).append(i)
         self.groups = [g for g in groups.values() if len(g) > 1]
         self.n = spec.num_requests
-        self.offsets = {name: lay.fields[name][0] for name in _PER_REQUEST}
-        self.idx_off, _size, _lo, _hi = lay.fields["idx"]
-        self.num_classes = len(lay.classes)
+        per_request = lay.fields_of("request")
+        refs = lay.names_request
+        # The sort key: a request's own slots, then its role in each naming field (none, itself, other).
+        self.key_offsets = [lay.fields[f][0] for f in per_request if f not in refs]
+        self.role_offsets = [lay.fields[f][0] for f in per_request if f in refs]
+        # Fields not indexed by request whose every slot names a request (e.g. the index).
+        self.named_slots = [off + k for f in refs if lay.kinds[f] != "request"
+                            for off, size in [lay.fields[f][:2]] for k in range(max(size, 1))]
 
     @property
     def is_trivial(self) -> bool:
@@ -54,13 +62,13 @@ class Symmetry:
         """The representative of ``state`` and the renaming ``perm`` (old index -> new index)."""
         if not self.groups:
             return state, tuple(range(self.n))
-        o = self.offsets
         perm = list(range(self.n))
+        keys, roles = self.key_offsets, self.role_offsets
         for group in self.groups:
             def key(i: int) -> tuple:
-                mem = state[o["mem"] + i]
-                role = 0 if mem == 0 else (1 if mem == i + 1 else 2)
-                return tuple(state[o[f] + i] for f in ("ph", "hit", "done", "pubd", "dec", "rel", "fl")) + (role,)
+                own = tuple(state[o + i] for o in keys)
+                role = tuple(0 if state[o + i] == 0 else (1 if state[o + i] == i + 1 else 2) for o in roles)
+                return own + role
             ordered = sorted(group, key=key, reverse=True)  # the most advanced request is named first
             for new, old in zip(group, ordered):
                 perm[old] = new
@@ -69,16 +77,16 @@ class Symmetry:
     def rename(self, state: State, perm: list[int] | tuple[int, ...]) -> State:
         """``state`` with request ``i`` renamed ``perm[i]`` everywhere it is named."""
         out = list(state)
-        o = self.offsets
         for i in range(self.n):
             j = perm[i]
-            for f in ("ph", "hit", "done", "pubd", "dec", "rel", "fl"):
-                out[o[f] + j] = state[o[f] + i]
-            mem = state[o["mem"] + i]
-            out[o["mem"] + j] = 0 if mem == 0 else perm[mem - 1] + 1
-        for c in range(self.num_classes):
-            v = state[self.idx_off + c]
-            out[self.idx_off + c] = 0 if v == 0 else perm[v - 1] + 1
+            for o in self.key_offsets:
+                out[o + j] = state[o + i]
+            for o in self.role_offsets:
+                v = state[o + i]
+                out[o + j] = 0 if v == 0 else perm[v - 1] + 1
+        for k in self.named_slots:
+            v = state[k]
+            out[k] = 0 if v == 0 else perm[v - 1] + 1
         return tuple(out)
 
     def rename_action(self, action: Action, perm: tuple[int, ...]) -> Action:

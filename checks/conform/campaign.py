@@ -132,7 +132,7 @@ def class_tokens(c: int, num_tokens: int, vocab: int, salt: int = 0) -> list[int
 
 def transitions_of(spec: Any, actions: list[str]) -> set:
     """The canonical spec edges ``(state, action name, next state)`` a path of actions visits."""
-    from flightcheck.checks.explore.counterexample import parse_action
+    from flightcheck.spec.model import parse_action
 
     sym = Symmetry(spec)
     out, s = set(), spec.initial()
@@ -275,7 +275,7 @@ def make_machine(opts: ConformOptions, result: ConformResult) -> type:
                                        last_state=self._last_state()))
 
         def _last_state(self) -> Any:
-            from flightcheck.checks.explore.counterexample import describe
+            from flightcheck.spec.describe import describe
             m = self.monitor
             return describe(m.spec, m.state) if m is not None and m.spec is not None else None
 

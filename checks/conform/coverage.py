@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from flightcheck.checks.conform.campaign import build_engine, class_tokens
-from flightcheck.checks.explore.counterexample import parse_action
+from flightcheck.spec.model import parse_action
 from flightcheck.checks.conform.validator import ConformanceError, Diagnosis, Monitor
 from flightcheck.spec.model import FlightSpec
 from flightcheck.spec.scenario import Policy, Scenario

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from flightcheck.checks.explore.counterexample import parse_action
+from flightcheck.spec.model import parse_action
 from flightcheck.checks.conform.validator import ConformanceError, Monitor, violated
 from flightcheck.spec.model import PROGRESS_ACTIONS, Action, FlightSpec
 from flightcheck.spec.scenario import Policy, Scenario

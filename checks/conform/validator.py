@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from flightcheck.checks.conform.abstraction import KVWitness, abstract_state, chain_tags, state_diff, without_ghosts
-from flightcheck.checks.explore.counterexample import describe, page_name
+from flightcheck.spec.describe import describe, page_name
 from flightcheck.spec.model import Action, FlightSpec
 from flightcheck.spec.properties import safety_properties
 from flightcheck.spec.scenario import Policy, Request, Scenario

@@ -17,8 +17,8 @@ Known limit: with symmetry, ``eventually`` asks that *no* request stays live on 
 reduced graph cannot follow one request's identity around a cycle; verdicts agree with the full graph
 on every scenario in the test suite, and ``--no-symmetry`` checks per request.
 
-Works on any model with the same shape as :class:`~flightcheck.spec.model.FlightSpec` (``initial``,
-``successors``, ``is_live``/``num_requests``, ``view``), which is how the tests drive it on toy models.
+Works on any :class:`~flightcheck.checks.explore.model.CheckableModel` (the flight spec and its variants,
+and the toy models the tests check the checker with).
 
 For example::
 
@@ -38,24 +38,24 @@ from typing import Any, Callable
 import networkx as nx
 
 from flightcheck.checks.explore.counterexample import Counterexample, Step
+from flightcheck.checks.explore.model import CheckableModel
 from flightcheck.checks.explore.result import ExploreResult, PropertyResult, Stats
 from flightcheck.spec.model import PROGRESS_ACTIONS, Action
 from flightcheck.spec.properties import Property, properties_for
-from flightcheck.spec.symmetry import Symmetry
 
 
 class StateLimitExceeded(RuntimeError):
     """The graph has more states than the limit given to :func:`explore`."""
 
 
-def explore(spec: Any, *, symmetry: bool = True, max_states: int = 2_000_000,
+def explore(spec: CheckableModel, *, symmetry: bool = True, max_states: int = 2_000_000,
             properties: list[Property] | None = None) -> ExploreResult:
     """Explore ``spec`` exhaustively and check ``properties`` (default: all that apply to it)."""
     t0 = time.perf_counter()
     props = properties if properties is not None else properties_for(spec)
     invariants = [p for p in props if p.kind == "always"]
     sometimes = [p for p in props if p.kind == "sometimes"]
-    sym = Symmetry(spec) if symmetry and hasattr(spec, "layout") else None
+    sym = spec.symmetry() if symmetry else None
     canon: Callable[[Any], Any] = (lambda s: sym.canonical(s)[0]) if sym else (lambda s: s)
 
     init = canon(spec.initial())
@@ -128,7 +128,7 @@ def explore(spec: Any, *, symmetry: bool = True, max_states: int = 2_000_000,
 class _PathBuilder:
     """Turns a state of the (possibly reduced) graph into a concrete shortest path from the start."""
 
-    def __init__(self, spec: Any, sym: Symmetry | None, parent: dict) -> None:
+    def __init__(self, spec: Any, sym: Any, parent: dict) -> None:
         self.spec, self.sym, self.parent = spec, sym, parent
 
     def canonical_path(self, state: Any) -> list[tuple[Action, Any]]:
@@ -150,8 +150,8 @@ class _PathBuilder:
             perm = sym.canonical(s)[1]
         steps = []
         for a, c_next in cpath:
-            act = a if sym is None else sym.rename_action(a, Symmetry.inverse(perm))
-            s = spec.apply(s, act) if hasattr(spec, "apply") else dict(spec.successors(s))[act]
+            act = a if sym is None else sym.rename_action(a, sym.inverse(perm))
+            s = spec.apply(s, act)
             steps.append(Step(act, s))
             if sym is not None:
                 c, perm = sym.canonical(s)
@@ -199,7 +199,7 @@ def _fair_cycle(spec: Any, graph: nx.DiGraph, engine_enabled: dict, path_to: _Pa
 
 def _cycle_from(entry: Any, inside: list) -> list[tuple[Action, Any]]:
     """A cycle through ``entry`` inside its component, as (action, next state) pairs; [] if none."""
-    from flightcheck.checks.explore.counterexample import parse_action
+    from flightcheck.spec.model import parse_action
     g = nx.DiGraph()
     g.add_edges_from((u, v, {"a": acts[0]}) for u, v, acts in inside)
     if g.has_edge(entry, entry):

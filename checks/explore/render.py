@@ -9,7 +9,7 @@ write it by the file's suffix: ``.dot`` (text made here, no Python graphviz bind
 
 What the picture shows: every state is a box listing the requests that have arrived (phase, role,
 progress), the open flights and index, the released set and the cached pages with their references
-(see :func:`flightcheck.checks.explore.counterexample.label`). The initial state is blue, quiescent states are
+(see :func:`flightcheck.spec.describe.label`). The initial state is blue, quiescent states are
 green with a double border, states where a property's ghost is set are red. Edges carry their actions,
 coloured by action; ``notify`` self-loops (a rejected termination leaves the state unchanged, so nearly
 every state has them) are left out and counted in the legend instead. By default the first violation's
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Hashable
 
-from flightcheck.checks.explore.counterexample import Counterexample, describe, label
+from flightcheck.checks.explore.counterexample import Counterexample
 from flightcheck.checks.explore.result import ExploreResult
 
 SUFFIXES = (".dot", ".svg", ".png", ".html")
@@ -112,10 +112,7 @@ class Picture:
 def _canonicalizer(result: ExploreResult) -> Callable[[Any], Any]:
     """Maps a concrete state onto the graph's node for it (its symmetry representative if reduced)."""
     graph, spec = result.graph, result.spec
-    sym = None
-    if result.stats.symmetry and hasattr(spec, "layout"):
-        from flightcheck.spec.symmetry import Symmetry
-        sym = Symmetry(spec)
+    sym = spec.symmetry() if result.stats.symmetry else None
 
     def canon(state: Any) -> Any:
         if state in graph or sym is None:
@@ -138,9 +135,7 @@ def _path_edges(result: ExploreResult, cx: Counterexample) -> tuple[list[Any], l
 
 
 def _state_text(spec: Any, state: Any) -> tuple[str, dict[str, Any]]:
-    if hasattr(spec, "layout"):
-        return label(spec, state), describe(spec, state)
-    return str(state), {"state": repr(state)}
+    return spec.label(state), spec.describe(state)
 
 
 def _is_notify_loop(u: Any, v: Any, actions: list[str]) -> bool:
@@ -155,7 +150,7 @@ def _story(result: ExploreResult) -> tuple[str, Counterexample] | None:
 
 
 def _quiescent(result: ExploreResult) -> set[Any]:
-    return set(result.quiescent_states()) if hasattr(result.spec, "is_quiescent") else set()
+    return set(result.quiescent_states())
 
 
 def _has_ghost(info: dict[str, Any]) -> bool:
@@ -177,11 +172,7 @@ def _check_suffix(path: Path) -> str:
 
 
 def _describe_policy(result: ExploreResult) -> str:
-    spec = result.spec
-    if not hasattr(spec, "scenario"):
-        return ""
-    variant = getattr(spec, "variant_name", "correct")
-    return f"{spec.scenario.name} · {spec.policy.label()} · variant {variant}"
+    return result.spec.title()
 
 
 # ---------------------------------------------------------------------------------------------- building
@@ -291,7 +282,7 @@ def build_picture(result: ExploreResult, *, highlight: Counterexample | None = N
         legend.append((hl_color, f"thick {'yellow' if story else 'red'}: {what} ({len(highlight)} steps"
                                  f"{', then a loop' if highlight.loop else ''})"))
         renamed = " (request names as replayed; each drawn state is its symmetry representative)" if st.symmetry else ""
-        notes = [f"{what}{renamed}:"] + (highlight.format(spec).splitlines() if hasattr(spec, "layout") else highlight.actions)
+        notes = [f"{what}{renamed}:"] + highlight.format(spec).splitlines()
     if ecol:
         legend.append(("#888888", f"{len(ecol)} edges coloured by the caller"))
     if ncol:
@@ -311,7 +302,7 @@ def build_diff_picture(result_a: ExploreResult, result_b: ExploreResult,
     """
     ga, gb = result_a.graph, result_b.graph
     sa, sb = result_a.spec, result_b.spec
-    if hasattr(sa, "layout") and hasattr(sb, "layout") and sa.layout.slot_names() != sb.layout.slot_names():
+    if sa.state_names() != sb.state_names():
         raise RenderError("the two results have different state layouts; diff two policies of one scenario")
     if result_a.initial != result_b.initial:
         raise RenderError("the two results start from different initial states; diff two policies of one scenario")
@@ -352,8 +343,7 @@ def build_diff_picture(result_a: ExploreResult, result_b: ExploreResult,
         (DIFF_COLORS["both"], f"in both: {counts['states_common']} states, {counts['edges_common']} edges"),
         ("#ffffff", "START: initial state; double border: quiescent; dashed edges: arrive/abort"),
     ]
-    scn = sa.scenario.name if hasattr(sa, "scenario") else ""
-    title = f"{scn}: {names[0]} (blue) vs {names[1]} (orange)"
+    title = f"{sa.title().split(' · ')[0]}: {names[0]} (blue) vs {names[1]} (orange)"
     return Picture(title=title, nodes=nodes, edges=edges, legend=legend), counts
 
 

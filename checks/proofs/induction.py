@@ -32,7 +32,8 @@ from typing import Any, Sequence
 import z3
 
 from flightcheck.checks.proofs.bmc import check_bmc
-from flightcheck.checks.explore.counterexample import Counterexample, changes, describe, label
+from flightcheck.checks.explore.counterexample import Counterexample
+from flightcheck.spec.describe import changes, describe, label
 from flightcheck.checks.proofs.symbolic import IN_BOUNDS, TransitionSystem, checked_properties
 from flightcheck.spec.lemmas import lemmas_for
 from flightcheck.spec.model import FlightSpec

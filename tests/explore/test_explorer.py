@@ -3,6 +3,7 @@
 import pytest
 
 from flightcheck.checks.explore.explorer import StateLimitExceeded, explore
+from flightcheck.checks.explore.model import CheckableModel, GenericModel
 from flightcheck.spec.model import Action, FlightSpec
 from flightcheck.spec.properties import Property, always, deadlock_free, eventually, sometimes
 from flightcheck.spec.scenario import PUBLICATIONS, RELEASES, SCENARIOS, Policy, burst
@@ -134,8 +135,8 @@ def test_state_limit_is_a_clear_error():
 
 
 # ---------------------------------------------------------------- toy models: the checker checked
-class Toy:
-    """A minimal model with the explorer's interface: states are tuples, one 'request'."""
+class Toy(GenericModel):
+    """A minimal checkable model: states are tuples, one 'request'."""
 
     num_requests = 1
 
@@ -148,11 +149,14 @@ class Toy:
     def successors(self, s):
         return [(Action(name, 0), t) for name, t in self.edges(s)]
 
-    def view(self, s):
-        return s
-
     def is_live(self, s, i):
         return self.live(s)
+
+
+def test_toy_models_and_the_spec_satisfy_the_checkable_model_protocol():
+    assert isinstance(Toy(lambda s: [], live=lambda s: False), CheckableModel)
+    assert isinstance(FlightSpec(SCENARIOS["burst2"]), CheckableModel)
+    assert not isinstance(object(), CheckableModel)
 
 
 def test_toy_counter_has_k_plus_one_states_and_its_invariant_holds():

@@ -13,7 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from flightcheck.checks.cli.app import app
-from flightcheck.checks.explore.counterexample import Counterexample, describe, label
+from flightcheck.checks.explore.counterexample import Counterexample
+from flightcheck.checks.explore.model import GenericModel
+from flightcheck.spec.describe import describe, label
 from flightcheck.checks.explore.explorer import explore
 from flightcheck.checks.explore.render import (
     ACTION_STYLE, FILL_BAD, FILL_INITIAL, HIGHLIGHT, MAX_NODES, STORY, RenderError, build_picture, diff_counts,
@@ -247,8 +249,8 @@ def test_edge_colours_follow_the_action(burst2):
         assert f'color="{ACTION_STYLE[first][0]}"' in attrs
 
 
-class LockToy:
-    """Two lock takers in opposite order (the explorer's own deadlock toy): any model of its shape draws."""
+class LockToy(GenericModel):
+    """Two lock takers in opposite order (the explorer's own deadlock toy): any checkable model draws."""
 
     num_requests = 1
 
@@ -268,9 +270,6 @@ class LockToy:
         if b == 1 and x == 0:
             out.append((Action("finish", 0), (a, 2, 0, 0)))
         return out
-
-    def view(self, s):
-        return s
 
     def is_live(self, s, i):
         return s[0] < 2 or s[1] < 2

@@ -2,7 +2,8 @@
 
 import pytest
 
-from flightcheck.checks.explore.counterexample import Counterexample, parse_action
+from flightcheck.checks.explore.counterexample import Counterexample
+from flightcheck.spec.model import parse_action
 from flightcheck.spec.model import Action, FlightSpec
 from flightcheck.spec.scenario import SCENARIOS, Policy, Request, Scenario, burst
 from flightcheck.spec.state import ABSENT, BLOCKED, DECODE, OPEN, PREFILL, READY, WAITING

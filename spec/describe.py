@@ -1,0 +1,155 @@
+"""States in the design's own words: what a person reads in counterexamples, graphs and reports.
+
+:func:`describe` turns a state into a readable dictionary (requests with their phase, role and progress,
+open flights, the index, the released set, cached pages with their references, raised ghosts);
+:func:`label` is the compact multi-line form drawn in graph nodes; :func:`changes` says what one step
+changed ("r1: blocked -> waiting", "flight f0 closed", "page A0 ready refs=1"). They read only the
+layout, so every checker and every picture speaks the same vocabulary.
+
+For example::
+
+    >>> from flightcheck.spec.scenario import SCENARIOS
+    >>> from flightcheck.spec.model import FlightSpec, Action
+    >>> spec = FlightSpec(SCENARIOS["burst2"])
+    >>> s = spec.apply(spec.initial(), Action("arrive", 0))
+    >>> changes(spec, spec.initial(), s)
+    'r0: waiting, leads f0; index A -> f0'
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from flightcheck.spec.state import CLOSED, OPEN, PAGE_NAMES, PHASE_NAMES, State
+
+if TYPE_CHECKING:
+    from flightcheck.spec.model import FlightSpec
+
+
+def class_name(c: int) -> str:
+    """Class slot 0 -> ``A``, 1 -> ``B``, ..."""
+    return chr(ord("A") + c) if c < 26 else f"C{c}"
+
+
+def page_name(spec: FlightSpec, k: int) -> str:
+    """Page slot ``k`` -> ``A0`` (class A, page 0)."""
+    c, p = spec.layout.page_slots[k]
+    return f"{class_name(c)}{p}"
+
+
+def describe(spec: FlightSpec, state: State) -> dict[str, Any]:
+    """A readable dictionary of a state: requests, flights, index, released IDs, cached pages, ghosts."""
+    s = spec.view(state)
+    n = spec.num_requests
+    reqs = {}
+    for i in range(n):
+        ph = PHASE_NAMES[s.ph[i]]
+        d: dict[str, Any] = {"phase": ph}
+        if s.mem[i]:
+            f = s.mem[i] - 1
+            d["flight"] = f"f{f}"
+            d["role"] = "leader" if f == i else "follower"
+        if s.rel[i]:
+            d["released"] = True
+        if ph in ("prefill", "decode"):
+            d.update(hit=s.hit[i], done=s.done[i], published=s.pubd[i], decoded=s.dec[i])
+        reqs[f"r{i}"] = d
+    flights = {
+        f"f{f}": ("open" if s.fl[f] == OPEN else "draining")
+        for f in range(n) if s.fl[f] != CLOSED
+    }
+    index = {class_name(c): f"f{s.idx[c] - 1}" for c in range(len(spec.layout.classes)) if s.idx[c]}
+    pages = {
+        page_name(spec, k): {"state": PAGE_NAMES[s.pg[k]], "refs": s.ref[k]}
+        for k in range(len(spec.layout.page_slots)) if s.pg[k] or s.ref[k]
+    }
+    ghosts = {g: getattr(s, g) for g in ("g_term", "g_early", "g_dup") if getattr(s, g)}
+    return {"requests": reqs, "flights": flights, "index": index,
+            "released": [f"r{i}" for i in range(n) if s.rel[i]], "pages": pages, "ghosts": ghosts}
+
+
+def label(spec: FlightSpec, state: State) -> str:
+    """A compact multi-line label for graph nodes, one fact per line.
+
+    One line per request that has arrived (``r0 L prefill 1/3 pub1``: leader, prefill units done of
+    the prompt's units, shareable pages published; ``F`` a follower, ``hit2`` pages recovered from the
+    cache, ``decode 0/1`` decode steps taken), then the open flights with the index, the released set,
+    the cached pages with their references (``A0 ref1``; ``A1 rsv`` a reserved page), and any ghost a
+    property flags. For example::
+
+        >>> from flightcheck.spec.scenario import SCENARIOS
+        >>> from flightcheck.spec.model import FlightSpec, Action
+        >>> spec = FlightSpec(SCENARIOS["burst2"])
+        >>> print(label(spec, spec.apply(spec.initial(), Action("arrive", 0))))
+        r0 L waiting
+        flight f0 open; index A->f0
+    """
+    d = describe(spec, state)
+    lines = []
+    for i, (r, info) in enumerate(d["requests"].items()):
+        ph = info["phase"]
+        if ph == "absent":
+            continue
+        role = {"leader": " L", "follower": " F"}.get(info.get("role", ""), "")
+        extra = ""
+        if ph == "prefill":
+            extra = f" {info['done']}/{spec.scenario.requests[i].num_units} pub{info['published']}"
+        elif ph == "decode":
+            extra = f" {info['decoded']}/{spec.scenario.requests[i].num_decode} pub{info['published']}"
+        if info.get("hit"):
+            extra += f" hit{info['hit']}"
+        lines.append(f"{r}{role} {ph}{extra}")
+    if d["flights"]:
+        fl = ", ".join(f"{k} {v}" for k, v in d["flights"].items())
+        idx = ", ".join(f"{c}->{f}" for c, f in d["index"].items())
+        lines.append(("flights " if len(d["flights"]) > 1 else "flight ") + fl + (f"; index {idx}" if idx else ""))
+    elif d["index"]:
+        lines.append("index " + ", ".join(f"{c}->{f}" for c, f in d["index"].items()))
+    if d["released"]:
+        lines.append("released " + ",".join(d["released"]))
+    if d["pages"]:
+        lines.append("pages " + ", ".join(
+            f"{k} ref{v['refs']}" if v["state"] == "ready" else f"{k} rsv{v['refs']}" if v["state"] == "reserved"
+            else f"{k} gone ref{v['refs']}" for k, v in d["pages"].items()))
+    for g in d["ghosts"]:
+        lines.append("!! " + {"g_term": "termination misjudged", "g_early": "released early",
+                              "g_dup": "page prefilled twice"}[g])
+    return "\n".join(lines) or "nothing arrived"
+
+
+def changes(spec: FlightSpec, before: State, after: State) -> str:
+    """What changed between two states, in the design's words."""
+    a, b = describe(spec, before), describe(spec, after)
+    out = []
+    for r, info in b["requests"].items():
+        old = a["requests"][r]
+        if info == old:
+            continue
+        bits = []
+        if info["phase"] != old["phase"]:
+            bits.append(info["phase"])
+        if info.get("flight") != old.get("flight") and info.get("flight"):
+            bits.append(("leads " if info.get("role") == "leader" else "follows ") + info["flight"])
+        elif old.get("flight") and not info.get("flight"):
+            bits.append(f"left {old['flight']}")
+        if info.get("released") != old.get("released"):
+            bits.append("released" if info.get("released") else "unreleased")
+        for k in ("hit", "done", "published", "decoded"):
+            if k in info and info[k] != old.get(k) and not (k == "hit" and info[k] == 0):
+                bits.append(f"{k}={info[k]}")
+        out.append(f"{r}: " + ", ".join(bits))
+    for f in sorted(set(a["flights"]) | set(b["flights"])):
+        if a["flights"].get(f) != b["flights"].get(f) and f in a["flights"]:
+            out.append(f"flight {f} " + (b["flights"].get(f) or "closed"))
+    for c in sorted(set(a["index"]) | set(b["index"])):
+        if a["index"].get(c) != b["index"].get(c):
+            out.append(f"index {c} -> {b['index'].get(c, '-')}")
+    for pg in sorted(set(a["pages"]) | set(b["pages"])):
+        if a["pages"].get(pg) != b["pages"].get(pg):
+            v = b["pages"].get(pg)
+            out.append(f"page {pg} " + (f"{v['state']} refs={v['refs']}" if v else "evicted"))
+    for g, v in b["ghosts"].items():
+        if a["ghosts"].get(g) != v:
+            out.append({"g_term": "TERMINATION MISJUDGED", "g_early": "RELEASED EARLY",
+                        "g_dup": "PAGE PREFILLED TWICE"}[g])
+    return "; ".join(out) if out else "(state unchanged)"
