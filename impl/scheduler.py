@@ -58,10 +58,20 @@ class Counters:
 
 
 @dataclass(slots=True)
-class _Work:
+class Work:
+    """One request's share of a forward pass: its chunk, and its prefill units (0 for a decode)."""
+
     request: Request
     chunk: SeqChunk
-    num_units: int = 0  # prefill units (0 for a decode)
+    num_units: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """What ``can_admit`` found: the queue's head and the cached pages its lookup hit."""
+
+    request: Request
+    hit_ids: list[int]
 
 
 class Scheduler:
@@ -119,20 +129,24 @@ class Scheduler:
             return []
         return self.pool.lookup(request.token_ids, request.page_keys)
 
-    def can_admit(self) -> bool:
-        """The head of the waiting queue fits: capacity left, and every page it may need is reservable."""
+    def can_admit(self) -> Admission | None:
+        """The head of the waiting queue, if it fits (capacity left, every page it may need reservable),
+        with the prefix-cache hits its admission takes: what ``admit`` needs, so the lookup runs once."""
         if not self.waiting or self.num_running >= self.config.max_running:
-            return False
+            return None
         request = self.waiting[0]
         hit_ids = self._lookup(request)
         num_unreferenced_hits = sum(1 for p in hit_ids if self.pool.pages[p].ref_count == 0)
         num_needed = request.num_lifetime_pages - len(hit_ids)
-        return self.pool.num_available - num_unreferenced_hits - self.num_reserved >= num_needed
+        if self.pool.num_available - num_unreferenced_hits - self.num_reserved < num_needed:
+            return None
+        return Admission(request, hit_ids)
 
-    def admit(self) -> Request:
-        assert self.can_admit()
-        request = self.waiting.popleft()
-        hit_ids = self._lookup(request)
+    def admit(self, admission: Admission) -> Request:
+        """Admits the head of the queue with the hits ``can_admit`` found (nothing ran in between)."""
+        request, hit_ids = admission.request, admission.hit_ids
+        assert self.waiting and self.waiting[0] is request, "admit() of a request that is not the queue's head"
+        self.waiting.popleft()
         self.pool.acquire(hit_ids)
         request.block_table = list(hit_ids)
         request.num_hit_pages = request.num_published = len(hit_ids)
@@ -150,27 +164,36 @@ class Scheduler:
         return request
 
     # --- memory --------------------------------------------------------------------------------
-    def can_evict(self) -> bool:
-        return self.pool.can_evict()
+    def can_evict(self) -> int | None:
+        """The page an eviction would take now (the pool's LRU unreferenced leaf), or None."""
+        return self.pool.victim()
 
-    def evict(self) -> None:
-        eviction = self.pool.evict()
+    def evict(self, page_id: int) -> None:
+        eviction = self.pool.evict(page_id)
         self.counters.pages_evicted += 1
         self.events.emit("evict", page_id=eviction.page_id, index=eviction.index, key=eviction.key)
 
     def _allocate(self, request: Request, num: int) -> None:
         assert num <= request.num_pages_reserved, "allocation beyond the admission reservation"
         while not self.pool.can_allocate(num):
-            self.evict()
+            self.evict(self.can_evict())
         request.block_table.extend(self.pool.allocate(num))
         self.counters.pages_allocated += num
         request.num_pages_reserved -= num
+
+    # --- the forward pass ----------------------------------------------------------------------
+    def forward(self, work: list[Work]) -> np.ndarray:
+        """One batched forward pass over planned work; row k holds the last-token logits of ``work[k]``."""
+        logits = np.array(self.runner.forward([w.chunk for w in work]))
+        self.counters.num_forward_passes += 1
+        return logits
 
     # --- prefill -------------------------------------------------------------------------------
     def can_prefill(self, request: Request) -> bool:
         return request.phase is Phase.PREFILL and not request.is_held
 
-    def _plan_prefill(self, request: Request, budget_units: int) -> _Work:
+    def plan_prefill(self, request: Request, budget_units: int) -> Work:
+        """Allocates the pages of the request's next chunk (at most ``budget_units`` units): its work."""
         first_page = request.num_computed // self.page_size
         num_left_units = -(-(request.num_tokens - request.num_computed) // self.page_size)
         num_units = min(num_left_units, budget_units)
@@ -178,9 +201,9 @@ class Scheduler:
         num_new_pages = -(-end // self.page_size) - len(request.block_table)
         self._allocate(request, num_new_pages)
         chunk = SeqChunk(list(request.token_ids[request.num_computed:end]), request.num_computed, list(request.block_table))
-        return _Work(request, chunk, num_units)
+        return Work(request, chunk, num_units)
 
-    def prefill(self, work: _Work, logits: np.ndarray) -> None:
+    def prefill(self, work: Work, logits: np.ndarray) -> None:
         """Records a computed chunk; the last chunk samples the first token (phase -> decode)."""
         request, chunk = work.request, work.chunk
         request.num_computed = chunk.end_pos
@@ -194,14 +217,19 @@ class Scheduler:
             request.output_token_ids.append(request.sampler.sample(logits))
 
     # --- decode --------------------------------------------------------------------------------
-    def _plan_decode(self, request: Request) -> _Work:
+    def can_decode(self, request: Request) -> bool:
+        """A request whose prompt is done and which has not finished takes one token per step."""
+        return request.phase is Phase.DECODE
+
+    def plan_decode(self, request: Request) -> Work:
+        """Allocates a page if the next position starts one: the request's decode work."""
         position = request.num_computed
         if position // self.page_size == len(request.block_table):
             self._allocate(request, 1)
         chunk = SeqChunk([request.output_token_ids[-1]], position, list(request.block_table))
-        return _Work(request, chunk)
+        return Work(request, chunk)
 
-    def decode(self, work: _Work, logits: np.ndarray) -> None:
+    def decode(self, work: Work, logits: np.ndarray) -> None:
         request = work.request
         request.num_computed += 1
         token = request.sampler.sample(logits)
@@ -285,8 +313,11 @@ class Scheduler:
                                      followers=[request_id], reason="wait-bound")
 
     # --- finish / abort ------------------------------------------------------------------------
-    def finish_reason(self, request: Request) -> str | None:
-        """EOS, a stop string, or length (max_tokens or the end of the context), else None."""
+    def can_finish(self, request: Request) -> str | None:
+        """Why a decoding request is done: EOS, a stop string, or length (max_tokens or the end of the
+        context); None while it goes on."""
+        if request.phase is not Phase.DECODE:
+            return None
         token = request.output_token_ids[-1]
         if token in self.eos_token_ids and not request.sampling.ignore_eos:
             return "eos"
@@ -333,17 +364,15 @@ class Scheduler:
     def step(self) -> list[Request]:
         """One scheduling round and at most one forward pass; returns the requests that got a token."""
         self.counters.num_steps += 1
-        while self.can_admit():
-            self.admit()
-        work = [self._plan_decode(r) for r in self.running if r.phase is Phase.DECODE]
+        while (admission := self.can_admit()) is not None:
+            self.admit(admission)
+        work = [self.plan_decode(r) for r in self.running if self.can_decode(r)]
         budget = self.config.prefill_chunk_pages
         for request in self.running:
             if budget > 0 and self.can_prefill(request):
-                work.append(self._plan_prefill(request, budget))
+                work.append(self.plan_prefill(request, budget))
                 budget -= work[-1].num_units
-        if work:
-            logits = np.array(self.runner.forward([w.chunk for w in work]))
-            self.counters.num_forward_passes += 1
+        logits = self.forward(work) if work else None
         produced = []
         for i, item in enumerate(work):
             request = item.request
@@ -357,7 +386,7 @@ class Scheduler:
                 self.release(request.flight_id, "after-prefill")
             if request.phase is Phase.DECODE:
                 produced.append(request)
-                reason = self.finish_reason(request)
+                reason = self.can_finish(request)
                 if reason is not None:
                     self.finish(request, reason)
         self._release_waited_out()

@@ -34,32 +34,6 @@ def _mutant(name: Optional[str]):
     return MUTANTS[name]
 
 
-def conform_stage(quick: bool) -> list:
-    """Suite stage: short conformance runs on the tiny model for both release points and publications, plus the probe."""
-    import time
-
-    from flightcheck.checks.conform.campaign import ConformOptions, run_conformance
-    from flightcheck.checks.conform.probe import probe
-    from flightcheck.checks.cli.suite import Row
-
-    rows = []
-    for release in RELEASES:
-        for publication in PUBLICATIONS:
-            r = run_conformance(ConformOptions(release=release, publication=publication,
-                                               examples=6 if quick else 15, max_rules=20, seed=0))
-            detail = (f"{r.runs} runs, {r.steps} engine steps, {r.events} events checked" if r.ok
-                      else r.failure.diagnosis.summary + " [" + ", ".join(r.failure.diagnosis.properties) + "]")
-            rows.append(Row("conform", f"tiny {release} {publication}", r.ok, detail, r.seconds))
-    t = time.perf_counter()
-    none, single = probe("none"), probe("single-flight")
-    ok = set(none.computations_per_page) == {8} and set(single.computations_per_page) == {1} \
-        and none.conformed and single.conformed
-    rows.append(Row("conform", "probe 8 cold identical requests", ok,
-                    f"computations per shared page: none {none.computations_per_page}, single-flight "
-                    f"{single.computations_per_page}", time.perf_counter() - t))
-    return rows
-
-
 def register(app: typer.Typer) -> None:
     """Add ``conform``, ``validate``, ``replay``, ``probe`` and ``coverage`` to the app."""
 
@@ -77,7 +51,8 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Drive the real engine in lockstep with the spec (Hypothesis state machine); exit 1 with the shrunk failing run."""
-        from flightcheck.checks.conform.campaign import ConformOptions, run_conformance
+        from flightcheck.checks.conform.campaign import run_conformance
+        from flightcheck.checks.conform.results import ConformOptions
 
         check_choice("model", model, ("tiny", "smollm2"))
         check_choice("release", release, RELEASES)
@@ -117,7 +92,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Feed an event log through the spec; exit 1 with a diagnosis at the first mismatch."""
-        from flightcheck.checks.conform.validator import read_events, validate_events
+        from flightcheck.checks.conform.eventlog import read_events, validate_events
 
         check_choice("release", release, RELEASES)
         check_choice("publication", publication, PUBLICATIONS)

@@ -15,7 +15,7 @@ the state the spec reaches by replaying the engine's events instead).
 For example::
 
     >>> from flightcheck.impl.engine import Engine, EngineConfig
-    >>> from flightcheck.checks.conform.validator import SpecTracker
+    >>> from flightcheck.checks.conform.tracker import SpecTracker
     >>> from flightcheck.spec.scenario import Policy
     >>> eng = Engine.tiny(EngineConfig(num_pages=16))
     >>> witness = KVWitness.attach(eng)

@@ -29,9 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flightcheck.checks.conform.campaign import build_engine, class_tokens
+from flightcheck.checks.conform.engines import build_engine
+from flightcheck.checks.conform.policy_map import config_of
+from flightcheck.checks.conform.prompts import lifetime_pages, request_tokens
 from flightcheck.spec.model import parse_action
-from flightcheck.checks.conform.validator import ConformanceError, Diagnosis, Monitor
+from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
+from flightcheck.checks.conform.monitor import Monitor
 from flightcheck.spec.model import FlightSpec
 from flightcheck.spec.scenario import Policy, Scenario
 from flightcheck.spec.symmetry import Symmetry
@@ -89,19 +92,16 @@ class CoverageResult:
 
 
 def _one_run(scenario: Scenario, policy: Policy, rng: random.Random, model: str) -> tuple[list[str], FlightSpec, Diagnosis | None]:
-    from flightcheck.impl.config import EngineConfig
     from flightcheck.impl.errors import UnknownRequestError
     from flightcheck.impl.sampling import SamplingParams
 
     reqs = scenario.requests
     tails = {c: (rng.choice((1, 5, 15)) if scenario.class_request(c).has_tail else 0) for c in scenario.classes}
-    tokens = {c: class_tokens(c, 16 * scenario.class_request(c).num_pages + tails[c], 256) for c in scenario.classes}
+    tokens = {c: request_tokens(scenario.class_request(c), tails[c]) for c in scenario.classes}
     max_tokens = [rng.randint(1, r.num_decode + 1) for r in reqs]
-    lifetime = [-(-(len(tokens[r.cls]) + m - 1) // 16) for r, m in zip(reqs, max_tokens)]
+    lifetime = [lifetime_pages(len(tokens[r.cls]), m) for r, m in zip(reqs, max_tokens)]
     num_pages = rng.randint(max(lifetime), sum(lifetime) + 2)
-    config = EngineConfig(coordination=policy.coordination, release=policy.release, publication=policy.publication,
-                          max_running=policy.capacity, prefill_chunk_pages=policy.chunk, num_pages=num_pages)
-    engine = build_engine(model, config)
+    engine = build_engine(model, config_of(policy, num_pages))
     mon = Monitor(engine, policy, scenario=scenario)
     ids: dict[int, int] = {}
     pending = list(range(len(reqs)))

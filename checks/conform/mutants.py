@@ -43,7 +43,7 @@ def _follower_admitted_early(setattr_fn: Setattr) -> None:
 
 
 def _publish_before_compute(setattr_fn: Setattr) -> None:
-    original = Scheduler._plan_prefill
+    original = Scheduler.plan_prefill
 
     def plan(self: Scheduler, request: Any, budget_units: int) -> Any:
         work = original(self, request, budget_units)
@@ -56,7 +56,7 @@ def _publish_before_compute(setattr_fn: Setattr) -> None:
             request.num_computed = saved
         return work
 
-    setattr_fn(Scheduler, "_plan_prefill", plan)
+    setattr_fn(Scheduler, "plan_prefill", plan)
 
 
 def _forget_released(setattr_fn: Setattr) -> None:

@@ -29,10 +29,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 
 from flightcheck.spec.model import parse_action
-from flightcheck.checks.conform.validator import ConformanceError, Monitor, violated
+from flightcheck.checks.conform.diagnosis import ConformanceError
+from flightcheck.checks.conform.explain import violated
+from flightcheck.checks.conform.monitor import Monitor
 from flightcheck.spec.model import PROGRESS_ACTIONS, Action, FlightSpec
 from flightcheck.spec.scenario import Policy, Scenario
 from flightcheck.spec.state import TERM_BOGUS_ACCEPTED, TERM_LEGIT_REJECTED
@@ -109,19 +110,15 @@ class _Driver:
     """Runs spec actions through the engine's guard/command pairs."""
 
     def __init__(self, scenario: Scenario, policy: Policy, spec_class: type, model: str) -> None:
-        from flightcheck.checks.conform.campaign import build_engine, class_tokens
-        from flightcheck.impl.config import EngineConfig
+        from flightcheck.checks.conform.engines import build_engine
+        from flightcheck.checks.conform.policy_map import config_of
+        from flightcheck.checks.conform.prompts import lifetime_pages, request_tokens
 
         self.scenario, self.policy = scenario, policy
-        lifetimes = [-(-(16 * r.num_pages + (5 if r.has_tail else 0) + r.num_decode) // 16) for r in scenario.requests]
-        config = EngineConfig(coordination=policy.coordination, release=policy.release,
-                              publication=policy.publication, max_running=policy.capacity,
-                              prefill_chunk_pages=policy.chunk, num_pages=sum(lifetimes) + 2)
-        self.engine = build_engine(model, config)
+        self.tokens = {c: request_tokens(scenario.class_request(c)) for c in scenario.classes}
+        lifetimes = [lifetime_pages(len(self.tokens[r.cls]), r.num_decode + 1) for r in scenario.requests]
+        self.engine = build_engine(model, config_of(policy, sum(lifetimes) + 2))
         self.monitor = Monitor(self.engine, policy, scenario=scenario, spec_class=spec_class)
-        self.tokens = {c: class_tokens(c, 16 * scenario.class_request(c).num_pages +
-                                       (5 if scenario.class_request(c).has_tail else 0), 256)
-                       for c in scenario.classes}
         self.engine_id: dict[int, int] = {}
 
     @property
@@ -156,10 +153,10 @@ class _Driver:
         if name == "evict":
             c, p = self.monitor.spec.layout.page_slots[action.arg]
             key = self.monitor.tracker.page_key(c, p)
-            victim = sched.pool._victim() if sched.can_evict() else None
+            victim = sched.can_evict()
             if victim is None or sched.pool.pages[victim].key != key:
                 return "the engine's LRU victim is another page" if victim is not None else "nothing evictable"
-            sched.evict()
+            sched.evict(victim)
             return None
         if i not in self.engine_id:
             return f"r{i} never arrived in the engine"
@@ -167,19 +164,20 @@ class _Driver:
         if name == "admit":
             if not sched.waiting or sched.waiting[0] is not req:
                 return "the engine admits the head of its FIFO queue, which is another request"
-            if not sched.can_admit():
+            admission = sched.can_admit()
+            if admission is None:
                 return "can_admit() is false"
-            sched.admit()
+            sched.admit(admission)
         elif name == "prefill":
             if not sched.can_prefill(req):
                 return "can_prefill() is false"
-            work = sched._plan_prefill(req, self.policy.chunk)
-            sched.prefill(work, np.array(sched.runner.forward([work.chunk]))[0])
+            work = sched.plan_prefill(req, self.policy.chunk)
+            sched.prefill(work, sched.forward([work])[0])
         elif name == "decode":
-            if req.phase.value != "decode" or len(req.output_token_ids) >= req.sampling.max_tokens:
+            if not sched.can_decode(req) or len(req.output_token_ids) >= req.sampling.max_tokens:
                 return "the request has no decode step left"
-            work = sched._plan_decode(req)
-            sched.decode(work, np.array(sched.runner.forward([work.chunk]))[0])
+            work = sched.plan_decode(req)
+            sched.decode(work, sched.forward([work])[0])
         elif name == "publish":
             if not sched.can_publish(req):
                 return "can_publish() is false"
@@ -189,9 +187,9 @@ class _Driver:
                 return "can_release() is false"
             sched.release(self.engine_id[i], "after-prefill")
         elif name == "finish":
-            if req.phase.value != "decode":
+            if not sched.can_decode(req):
                 return f"the request is {req.phase.value}, not decode"
-            sched.finish(req, sched.finish_reason(req) or "stop")
+            sched.finish(req, sched.can_finish(req) or "stop")
         elif name == "abort":
             eng.abort(self.engine_id[i])
         return None

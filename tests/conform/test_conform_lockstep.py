@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from flightcheck.checks.conform.campaign import ConformOptions, run_conformance
+from flightcheck.checks.conform.campaign import run_conformance
+from flightcheck.checks.conform.results import ConformOptions
 from flightcheck.impl import model_file
 from flightcheck.spec.scenario import PUBLICATIONS, RELEASES
 

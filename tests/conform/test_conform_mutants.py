@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from flightcheck.checks.conform.campaign import ConformOptions, run_conformance
+from flightcheck.checks.conform.campaign import run_conformance
+from flightcheck.checks.conform.results import ConformOptions
 from flightcheck.checks.conform.mutants import MUTANTS
 
 SLOW = bool(os.environ.get("FLIGHTCHECK_SLOW"))
@@ -75,7 +76,7 @@ def test_cli_conform_exit_codes():
 
 
 def test_conform_stage_rows():
-    from flightcheck.checks.cli.cmd_conform import conform_stage
+    from flightcheck.checks.cli.stages import conform_stage
     rows = conform_stage(quick=True)
     assert [r.item for r in rows] == ["tiny after-prefill incremental", "tiny after-prefill on-completion",
                                       "tiny on-completion incremental", "tiny on-completion on-completion",

@@ -7,7 +7,10 @@ import pytest
 from typer.testing import CliRunner
 
 from flightcheck.checks.cli.app import app
-from flightcheck.checks.conform.validator import ConformanceError, Monitor, policy_of, read_events, validate_events
+from flightcheck.checks.conform.diagnosis import ConformanceError
+from flightcheck.checks.conform.eventlog import read_events, validate_events
+from flightcheck.checks.conform.monitor import Monitor
+from flightcheck.checks.conform.policy_map import policy_of
 from flightcheck.impl.engine import Engine, EngineConfig
 from flightcheck.impl.sampling import SamplingParams
 
