@@ -9,7 +9,7 @@ For example::
 
     engine = Engine(ModelRunner(tiny_model(), num_pages=256), config=EngineConfig(num_pages=256))
     results = engine.generate([[1, 2, 3] * 20] * 4, SamplingParams(max_tokens=8))
-    engine.counters["recovered_tokens"]   # 3 followers x 48 tokens = 144
+    engine.counters["num_recovered_tokens"]   # 3 followers x 48 tokens = 144
 
 Bad input (an empty prompt, a prompt longer than the context, out-of-range sampling values, unknown
 request IDs) raises an ``EngineError`` subclass naming the problem before anything changes.

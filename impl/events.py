@@ -14,8 +14,9 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import IO, Any
 
+# The spec's action vocabulary, in the spec's order (tests/conform/test_vocabulary.py holds them equal).
 ACTIONS = (
-    "arrive", "admit", "prefill", "publish", "release", "decode", "finish", "abort", "notify", "evict",
+    "arrive", "admit", "prefill", "publish", "release", "decode", "finish", "evict", "abort", "notify",
 )
 
 Listener = Callable[[dict[str, Any]], None]

@@ -42,16 +42,16 @@ class Counters:
     num_forward_passes: int = 0
     num_prefill_tokens: int = 0        # prompt tokens actually computed
     num_decode_tokens: int = 0
-    pages_allocated: int = 0           # fresh pages taken from the free list (prefill and decode)
-    prefix_lookups: int = 0            # admissions that consulted the prefix cache
-    prefix_hits: int = 0               # ... of which found at least one page
-    hit_pages: int = 0
-    recovered_tokens: int = 0
-    pages_published: int = 0           # pages that entered the cache (deduplicated ones not counted)
-    pages_deduplicated: int = 0
-    pages_evicted: int = 0
-    flights_opened: int = 0
-    followers_released: int = 0
+    num_pages_allocated: int = 0           # fresh pages taken from the free list (prefill and decode)
+    num_prefix_lookups: int = 0            # admissions that consulted the prefix cache
+    num_prefix_hits: int = 0               # ... of which found at least one page
+    num_hit_pages: int = 0
+    num_recovered_tokens: int = 0
+    num_pages_published: int = 0           # pages that entered the cache (deduplicated ones not counted)
+    num_pages_deduplicated: int = 0
+    num_pages_evicted: int = 0
+    num_flights_opened: int = 0
+    num_followers_released: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -116,7 +116,7 @@ class Scheduler:
         request.phase = Phase.BLOCKED if decision.role == "follower" else Phase.WAITING
         self.requests[request.request_id] = request
         if decision.role == "leader":
-            self.counters.flights_opened += 1
+            self.counters.num_flights_opened += 1
         if request.phase is Phase.WAITING:
             self.waiting.append(request)
         self.events.emit("arrive", request=request.request_id, role=request.role, flight=request.flight_id,
@@ -155,10 +155,10 @@ class Scheduler:
         request.phase = Phase.PREFILL
         self.running.append(request)
         if self.config.prefix_caching:
-            self.counters.prefix_lookups += 1
-            self.counters.prefix_hits += bool(hit_ids)
-            self.counters.hit_pages += len(hit_ids)
-            self.counters.recovered_tokens += request.recovered_tokens
+            self.counters.num_prefix_lookups += 1
+            self.counters.num_prefix_hits += bool(hit_ids)
+            self.counters.num_hit_pages += len(hit_ids)
+            self.counters.num_recovered_tokens += request.recovered_tokens
         self.events.emit("admit", request=request.request_id, hit_pages=len(hit_ids),
                          recovered_tokens=request.recovered_tokens)
         return request
@@ -170,7 +170,7 @@ class Scheduler:
 
     def evict(self, page_id: int) -> None:
         eviction = self.pool.evict(page_id)
-        self.counters.pages_evicted += 1
+        self.counters.num_pages_evicted += 1
         self.events.emit("evict", page_id=eviction.page_id, index=eviction.index, key=eviction.key)
 
     def _allocate(self, request: Request, num: int) -> None:
@@ -178,7 +178,7 @@ class Scheduler:
         while not self.pool.can_allocate(num):
             self.evict(self.can_evict())
         request.block_table.extend(self.pool.allocate(num))
-        self.counters.pages_allocated += num
+        self.counters.num_pages_allocated += num
         request.num_pages_reserved -= num
 
     # --- the forward pass ----------------------------------------------------------------------
@@ -264,9 +264,9 @@ class Scheduler:
             tokens = request.token_ids[index * self.page_size:(index + 1) * self.page_size]
             page_id = self.pool.publish(request.block_table[index], key, parent, tokens, index)
             if page_id != request.block_table[index]:
-                self.counters.pages_deduplicated += 1
+                self.counters.num_pages_deduplicated += 1
             else:
-                self.counters.pages_published += 1
+                self.counters.num_pages_published += 1
             request.block_table[index] = page_id
             published.append({"index": index, "key": key})
         request.num_published = end
@@ -297,7 +297,7 @@ class Scheduler:
             follower = self.requests[request_id]
             follower.phase = Phase.WAITING
             self.waiting.append(follower)
-        self.counters.followers_released += len(follower_ids)
+        self.counters.num_followers_released += len(follower_ids)
 
     def _release_waited_out(self) -> None:
         """The optional follower wait bound: a follower blocked too long is released alone."""

@@ -96,7 +96,8 @@ def register(app: typer.Typer) -> None:
         except StateLimitExceeded as e:
             raise usage_error(str(e))
         if render is not None:
-            from flightcheck.checks.explore.render import RenderError, render_result
+            from flightcheck.checks.explore.picture import RenderError
+            from flightcheck.checks.explore.render import render_result
             try:
                 render_result(result, render)
             except RenderError as e:

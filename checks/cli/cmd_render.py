@@ -78,7 +78,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compare two policies' state graphs of one scenario: counts, and a coloured picture."""
         from flightcheck.checks.explore.explorer import StateLimitExceeded, explore
-        from flightcheck.checks.explore.render import RenderError, SUFFIXES, render_diff
+        from flightcheck.checks.explore.picture import SUFFIXES, RenderError
+        from flightcheck.checks.explore.render import render_diff
 
         if scenario not in SCENARIOS:
             raise usage_error(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
@@ -104,7 +105,7 @@ def register(app: typer.Typer) -> None:
             if render is not None:
                 counts = render_diff(results[0], results[1], render, names, force=force)
             else:
-                from flightcheck.checks.explore.render import diff_counts
+                from flightcheck.checks.explore.picture import diff_counts
                 counts = diff_counts(results[0], results[1])
         except RenderError as e:
             raise usage_error(str(e))

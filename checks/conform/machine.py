@@ -304,7 +304,7 @@ class EngineConformance(RuleBasedStateMachine):
                     self._guarded("the state check", lambda: self.monitor.check("after draining"))
                 self._guarded("the engine's own invariants", self.engine.check_invariants)
         finally:
-            self.features["evictions"] = self.engine.counters["pages_evicted"]
+            self.features["evictions"] = self.engine.counters["num_pages_evicted"]
             self.result.steps += self.steps
             self.result.events += len(self.engine.events.events)
             self.result.rules += len(self.rules)

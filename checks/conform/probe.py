@@ -124,6 +124,6 @@ def probe(coordination: str, *, model: str = "tiny", release: str = "after-prefi
     engine.run(max_steps=200)
     monitor.check("at the end of the probe")
     c = engine.counters
-    return ProbeResult(coordination, num_requests, c["prefix_lookups"], pool.num_allocated, counter.computations,
-                       [len(d) for d in counter.destinations], c["recovered_tokens"], c["num_prefill_tokens"],
+    return ProbeResult(coordination, num_requests, c["num_prefix_lookups"], pool.num_allocated, counter.computations,
+                       [len(d) for d in counter.destinations], c["num_recovered_tokens"], c["num_prefill_tokens"],
                        monitor.failure is None, len(engine.events.events))

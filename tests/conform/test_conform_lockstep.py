@@ -1,7 +1,6 @@
 """The real engine conforms to the spec in lockstep: both release points, both publication policies,
 the tiny model by default and the real SmolLM2 in a short run (FLIGHTCHECK_SLOW=1: larger budgets)."""
 
-import os
 
 import pytest
 
@@ -10,7 +9,7 @@ from flightcheck.checks.conform.results import ConformOptions
 from flightcheck.impl import model_file
 from flightcheck.spec.scenario import PUBLICATIONS, RELEASES
 
-SLOW = bool(os.environ.get("FLIGHTCHECK_SLOW"))
+from switches import SLOW  # noqa: E402
 
 
 @pytest.mark.parametrize("publication", PUBLICATIONS)

@@ -1,7 +1,6 @@
 """Deliberately broken engines are caught: each mutant makes conformance fail with a shrunk run and a
 diagnosis naming the property the mistake breaks."""
 
-import os
 
 import pytest
 
@@ -9,7 +8,7 @@ from flightcheck.checks.conform.campaign import run_conformance
 from flightcheck.checks.conform.results import ConformOptions
 from flightcheck.checks.conform.mutants import MUTANTS
 
-SLOW = bool(os.environ.get("FLIGHTCHECK_SLOW"))
+from switches import SLOW  # noqa: E402
 
 EXPECTED = {
     "follower-admitted-early": "follower_waits_for_release",

@@ -116,7 +116,7 @@ def test_new_identical_request_after_release_opens_a_new_flight_and_hits(model):
     assert (arrive["role"], arrive["flight"]) == ("leader", late)
     engine.run()
     assert engine.result(late).recovered_tokens == 96
-    assert engine.counters["flights_opened"] == 2
+    assert engine.counters["num_flights_opened"] == 2
 
 
 def test_run_with_only_held_requests_raises_instead_of_spinning(model):

@@ -70,7 +70,7 @@ def test_concurrent_identical_requests_stream_and_share_one_prefill(server, mode
     info = json.loads(conn.getresponse().read())
     conn.close()
     assert info["config"]["coordination"] == "single-flight" and info["num_pages"] == 256 and "BLAS" in info["blas"]
-    assert stats["recovered_tokens"] == 288 and stats["num_prefill_tokens"] == 100 + 3 * 4
+    assert stats["num_recovered_tokens"] == 288 and stats["num_prefill_tokens"] == 100 + 3 * 4
 
 
 @pytest.mark.parametrize("body, message", [

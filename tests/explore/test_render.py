@@ -17,10 +17,10 @@ from flightcheck.checks.explore.counterexample import Counterexample
 from flightcheck.checks.explore.model import GenericModel
 from flightcheck.spec.describe import describe, label
 from flightcheck.checks.explore.explorer import explore
-from flightcheck.checks.explore.render import (
+from flightcheck.checks.explore.picture import (
     ACTION_STYLE, FILL_BAD, FILL_INITIAL, HIGHLIGHT, MAX_NODES, STORY, RenderError, build_picture, diff_counts,
-    render_diff, render_result, to_dot,
 )
+from flightcheck.checks.explore.render import render_diff, render_result, to_dot
 from flightcheck.spec.model import FlightSpec
 from flightcheck.spec.scenario import SCENARIOS
 from flightcheck.spec.variants import VARIANTS

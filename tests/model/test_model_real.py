@@ -18,7 +18,7 @@ from flightcheck.impl.gguf import load_model, load_smollm2
 from flightcheck.impl.model_file import FILE_NAME, ModelFileError, cache_dir, fetch, locate
 from flightcheck.impl.runner import ModelRunner, SeqChunk
 
-SLOW = os.environ.get("FLIGHTCHECK_SLOW") == "1"
+from switches import SLOW  # noqa: E402
 # float32 throughout; logits of the real model are O(10), paged vs contiguous differ in summation order only.
 ATOL = 2e-3
 

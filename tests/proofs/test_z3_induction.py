@@ -1,6 +1,5 @@
 """k-induction: every safety property of the correct designs proved on the default scenarios; the rest pinned."""
 
-import os
 from collections import deque
 
 import pytest
@@ -11,7 +10,7 @@ from flightcheck.spec.lemmas import lemmas_for
 from flightcheck.spec.scenario import RELEASES, SCENARIOS
 from flightcheck.spec.variants import VARIANTS
 
-SLOW = bool(os.environ.get("FLIGHTCHECK_SLOW"))
+from switches import SLOW  # noqa: E402
 
 # Every property is proved on the default scenarios (their own publication policy) at both release
 # points. What stays bounded, pinned: with eviction AND on-completion publication, single_prefill and
