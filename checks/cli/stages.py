@@ -144,9 +144,8 @@ def workload_stage(quick: bool) -> list[Row]:
 def conform_stage(quick: bool) -> list[Row]:
     """Suite stage: short conformance runs on the tiny model for both release points and publications, plus the probe."""
     from flightcheck.checks.conform.campaign import run_conformance
-
-    from flightcheck.checks.conform.results import ConformOptions
     from flightcheck.checks.conform.probe import probe
+    from flightcheck.checks.conform.results import ConformOptions
 
     rows = []
     for release in RELEASES:
@@ -155,7 +154,8 @@ def conform_stage(quick: bool) -> list[Row]:
                                                examples=6 if quick else 15, max_rules=20, seed=0))
             detail = (f"{r.runs} runs, {r.steps} engine steps, {r.events} events checked" if r.ok
                       else r.failure.diagnosis.summary + " [" + ", ".join(r.failure.diagnosis.properties) + "]")
-            rows.append(Row("conform", f"tiny {release} {publication}", r.ok, detail, r.seconds))
+            evidence = {"failure": r.failure.to_json()} if r.failure is not None else {}
+            rows.append(Row("conform", f"tiny {release} {publication}", r.ok, detail, r.seconds, evidence))
     t = time.perf_counter()
     none, single = probe("none"), probe("single-flight")
     ok = set(none.computations_per_page) == {8} and set(single.computations_per_page) == {1} \

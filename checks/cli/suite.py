@@ -15,7 +15,8 @@ from __future__ import annotations
 import importlib
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 from typing import Callable
 
 from rich.console import Console
@@ -31,6 +32,7 @@ class Row:
     ok: bool
     detail: str
     seconds: float = 0.0
+    evidence: dict[str, Any] = field(default_factory=dict)  # JSON-ready: properties, paths, counts
 
 
 # Stages by import path, in the order they run. A stage that needs the real model is skipped by --quick.
