@@ -49,10 +49,11 @@ class Result:
     prompt_token_ids: tuple[int, ...]
     output_token_ids: list[int]      # without a final end-of-sequence token
     text: str | None                 # decoded output, cut before a stop string; None without a tokenizer
-    finish_reason: str | None        # "eos", "stop", "length" or "abort"
+    finish_reason: str | None        # "eos", "stop", "length", "abort" or "error"
     recovered_tokens: int
     ttft_s: float | None
     completion_s: float | None
+    error: str | None = None         # why it failed (finish_reason "error")
 
 
 class Engine:
@@ -69,9 +70,13 @@ class Engine:
         self.model_name = model_name
         self.context = min(self.config.max_context or runner.max_positions, runner.max_positions)
         cfg = self.config
+        # Why every option: a log read later (flightcheck validate) must know all the spec needs.
         self.events = EventLog(event_log_path, header={
             "policy": {"coordination": cfg.coordination, "release": cfg.release, "publication": cfg.publication,
+                       "leader_loss": cfg.leader_loss, "prefix_caching": cfg.prefix_caching,
                        "capacity": cfg.max_running, "chunk": cfg.prefill_chunk_pages},
+            "pool": {"num_pages": cfg.num_pages, "page_size": runner.page_size},
+            "follower_wait_bound": cfg.follower_wait_bound, "context": self.context,
             "model": model_name,
         })
         self.scheduler = Scheduler(runner, self.config, self.events, eos_token_ids=frozenset(eos_token_ids),
@@ -184,6 +189,19 @@ class Engine:
             self.events.emit("notify", request=request_id, accepted=False, error=str(error))
             raise
 
+    def expire(self, request_id: int) -> None:
+        """A blocked follower stops waiting for its flight (a client-side deadline): it computes for itself.
+        An unknown or terminated ID raises ``UnknownRequestError``; a request that is not blocked, ``EngineError``."""
+        request = self._live(request_id)
+        if not self.scheduler.can_expire(request_id):
+            raise EngineError(f"request {request_id} is {request.phase.value}, not a blocked follower: nothing to expire")
+        self.scheduler.expire(request_id)
+
+    def inject_fault(self, request_id: int) -> None:
+        """Test hook: the next forward pass that computes for this request gives non-finite logits for it,
+        so the engine fails that request (and no other). Raises for a request that is not live."""
+        self._live(request_id).fault_pending = True
+
     def hold(self, request_id: int) -> None:
         """Test barrier: the request's prefill does not run until ``resume`` (it may still be admitted)."""
         self._live(request_id).is_held = True
@@ -255,7 +273,8 @@ class Engine:
             cut = find_stop(text, request.sampling.stop) if request.sampling.stop else None
             text = text if cut is None else text[:cut]
         return Result(request.request_id, request.role, request.token_ids, list(tokens), text,
-                      request.finish_reason, request.recovered_tokens, request.ttft_s, request.completion_s)
+                      request.finish_reason, request.recovered_tokens, request.ttft_s, request.completion_s,
+                      request.error)
 
     def generate(self, prompts: Sequence[str | Sequence[int]],
                  sampling: SamplingParams | dict[str, Any] | Sequence[SamplingParams] | None = None) -> list[Result]:
@@ -299,14 +318,18 @@ class Engine:
         return (self._next_request_id, self.scheduler.snapshot())
 
     def check_invariants(self) -> None:
-        """Asserts the pool's partition and that every reference is held by a live request's block table."""
+        """Asserts the pool's partition and that every reference is held by a live request's block table
+        (a waiting request's are its pins: cached pages only)."""
         pool = self.scheduler.pool
         pool.check_invariants()
         refs = [0] * pool.num_pages
         for request in self.scheduler.requests.values():
-            if request.phase in (Phase.PREFILL, Phase.DECODE):
+            if request.phase in (Phase.PREFILL, Phase.DECODE, Phase.WAITING):
                 for page_id in request.block_table:
                     refs[page_id] += 1
+                if request.phase is Phase.WAITING:
+                    assert all(pool.pages[p].is_cached for p in request.block_table), \
+                        f"waiting request {request.request_id} pins a page that is not cached"
             else:
                 assert not request.block_table, f"request {request.request_id} ({request.phase.value}) holds pages"
         assert refs == [p.ref_count for p in pool.pages], "page references out of step with block tables"

@@ -16,7 +16,8 @@ from typing import IO, Any
 
 # The spec's action vocabulary, in the spec's order (tests/conform/test_vocabulary.py holds them equal).
 ACTIONS = (
-    "arrive", "admit", "prefill", "publish", "release", "decode", "finish", "evict", "abort", "notify",
+    "arrive", "admit", "prefill", "publish", "release", "promote", "decode", "finish", "evict", "abort",
+    "notify", "expire", "fail",
 )
 
 Listener = Callable[[dict[str, Any]], None]
