@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flightcheck.checks.conform.abstraction import KVWitness
+from flightcheck.checks.conform.witness import KVWitness
 from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
 from flightcheck.checks.conform.policy_map import policy_of
 from flightcheck.checks.conform.tracker import SpecTracker
@@ -36,7 +36,8 @@ class Monitor:
                  spec_class: type = FlightSpec, compare: bool = True, depth: int = 2) -> None:
         self.engine = engine
         self.witness = KVWitness.attach(engine)
-        self.tracker = SpecTracker(policy or policy_of(engine.config), scenario=scenario, spec_class=spec_class)
+        self.tracker = SpecTracker(policy or policy_of(engine.config), scenario=scenario, spec_class=spec_class,
+                                   num_pages=engine.config.num_pages)
         self.validator = TraceValidator(self.tracker, engine=engine, witness=self.witness, depth=depth,
                                         compare_states=compare)
         self.failure: Diagnosis | None = None

@@ -34,7 +34,7 @@ from flightcheck.spec.model import parse_action
 from flightcheck.checks.conform.diagnosis import ConformanceError
 from flightcheck.checks.conform.explain import violated
 from flightcheck.checks.conform.monitor import Monitor
-from flightcheck.spec.model import PROGRESS_ACTIONS, Action, FlightSpec
+from flightcheck.spec.model import Action, FlightSpec
 from flightcheck.spec.scenario import Policy, Scenario
 from flightcheck.spec.state import TERM_BOGUS_ACCEPTED, TERM_LEGIT_REJECTED
 
@@ -115,9 +115,11 @@ class _Driver:
         from flightcheck.checks.conform.prompts import lifetime_pages, request_tokens
 
         self.scenario, self.policy = scenario, policy
-        self.tokens = {c: request_tokens(scenario.class_request(c)) for c in scenario.classes}
+        self.tokens = {c: request_tokens(scenario.class_request(c), scenario.class_request(c).tail_tokens)
+                       for c in scenario.classes}
         lifetimes = [lifetime_pages(len(self.tokens[r.cls]), r.num_decode + 1) for r in scenario.requests]
-        self.engine = build_engine(model, config_of(policy, sum(lifetimes) + 2))
+        num_pages = scenario.num_pages if scenario.has_pool else sum(lifetimes) + sum(r.num_shareable for r in scenario.requests) + 2
+        self.engine = build_engine(model, config_of(policy, num_pages))
         self.monitor = Monitor(self.engine, policy, scenario=scenario, spec_class=spec_class)
         self.engine_id: dict[int, int] = {}
 
@@ -162,11 +164,11 @@ class _Driver:
             return f"r{i} never arrived in the engine"
         req = self.request(i)
         if name == "admit":
-            if not sched.waiting or sched.waiting[0] is not req:
-                return "the engine admits the head of its FIFO queue, which is another request"
             admission = sched.can_admit()
             if admission is None:
                 return "can_admit() is false"
+            if admission.request is not req:
+                return "the engine admits the first waiting request that fits, which is another request"
             sched.admit(admission)
         elif name == "prefill":
             if not sched.can_prefill(req):
@@ -183,9 +185,20 @@ class _Driver:
                 return "can_publish() is false"
             sched.publish(req)
         elif name == "release":
-            if not sched.can_release(self.engine_id[i]):
+            flight_id = self.monitor.tracker.flight_id(i)
+            if flight_id is None or not sched.can_release(flight_id):
                 return "can_release() is false"
-            sched.release(self.engine_id[i], "after-prefill")
+            sched.release(flight_id, "after-prefill")
+        elif name == "promote":
+            return "the engine promotes only in the call that loses the leader"
+        elif name == "expire":
+            if not sched.can_expire(self.engine_id[i]):
+                return "can_expire() is false"
+            sched.expire(self.engine_id[i])
+        elif name == "fail":
+            if not sched.can_fail(req):
+                return "can_fail() is false"
+            sched.fail(req, "failed by replay")
         elif name == "finish":
             if not sched.can_decode(req):
                 return f"the request is {req.phase.value}, not decode"
@@ -199,7 +212,7 @@ def replay(actions: list[str], scenario: Scenario, policy: Policy | None = None,
            spec_class: type = FlightSpec, model: str = "tiny") -> ReplayResult:
     """Replay ``actions`` (spec action strings) against a fresh engine; see the module docstring."""
     policy = policy or scenario.policy
-    spec = spec_class(scenario.with_options(aborts=True, notifications=True, eviction=True), policy)
+    spec = spec_class(scenario.with_options(aborts=True, notifications=True, expiry=True, failures=True), policy)
     driver = _Driver(scenario, policy, spec_class, model)
     mon = driver.monitor
     path = [parse_action(a) for a in actions]
@@ -253,7 +266,7 @@ def replay(actions: list[str], scenario: Scenario, policy: Policy | None = None,
     if followed:
         view = spec.view(state)
         live = any(spec.is_live(view, i) for i in range(spec.num_requests))
-        pending = [a for a in spec.enabled(state) if a.name in PROGRESS_ACTIONS]
+        pending = [a for a in spec.enabled(state) if spec.is_progress(a)]
         if live and not pending and mon.failure is None:
             before = len(driver.engine.events.events)
             for _ in range(3):

@@ -23,6 +23,7 @@ class ConformOptions:
     release: str | None = None
     publication: str | None = None
     coordination: str | None = None
+    leader_loss: str | None = None
     examples: int = 30
     seconds: float | None = None
     max_rules: int = 25
@@ -32,19 +33,28 @@ class ConformOptions:
 
 @dataclass
 class ConformFailure:
-    """The shrunk failing run: its rules in order and the diagnosis."""
+    """The shrunk failing run: its rules in order, the diagnosis, and the program that replays it."""
 
     rules: list[str]
     diagnosis: Diagnosis
+    program: Any = None  # a flightcheck.checks.conform.program.Program
+    seed: int | None = None
+    saved_to: str | None = None  # where the program was written, for `flightcheck conform --replay`
 
     def format(self) -> str:
-        """The rules as a numbered list, then the diagnosis."""
+        """The rules as a numbered list, then the diagnosis, then how to replay it."""
         lines = ["shrunk failing scenario:"] + [f" {n:2d}. {r}" for n, r in enumerate(self.rules, 1)]
-        return "\n".join(lines + [self.diagnosis.format()])
+        lines.append(self.diagnosis.format())
+        if self.seed is not None:
+            lines.append(f"  found by the seeded campaign, seed {self.seed}")
+        if self.saved_to:
+            lines.append(f"  replay it: flightcheck conform --replay {self.saved_to}")
+        return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready form."""
-        return {"rules": self.rules, "diagnosis": self.diagnosis.to_json()}
+        return {"rules": self.rules, "diagnosis": self.diagnosis.to_json(), "seed": self.seed,
+                "program": self.program.to_json() if self.program is not None else None, "saved_to": self.saved_to}
 
 
 @dataclass
@@ -60,7 +70,6 @@ class ConformResult:
     transitions: set = field(default_factory=set)
     features: dict[str, int] = field(default_factory=dict)
     failure: ConformFailure | None = None
-    program: tuple | None = None  # the failing run as (set-up draws, [(rule, draws)])
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready form (the spec transitions as a count)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flightcheck.checks.conform.abstraction import chain_tags
+from flightcheck.checks.conform.witness import chain_tags
 from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
 from flightcheck.impl.pages import PAGE_SIZE
 from flightcheck.spec.model import Action, FlightSpec
@@ -34,11 +34,17 @@ class SpecTracker:
     """
 
     def __init__(self, policy: Policy, *, scenario: Scenario | None = None, spec_class: type = FlightSpec,
-                 options: dict[str, bool] | None = None) -> None:
+                 num_pages: int | None = None, options: dict[str, Any] | None = None) -> None:
         self.policy = policy
         self.spec_class = spec_class
-        self.options = options if options is not None else {"aborts": True, "notifications": True, "eviction": True}
+        # What the environment may do around an engine: cancel, send bogus terminations, let a follower's
+        # wait run out, make a forward pass fail. The engine's own pool (when known) is modelled exactly.
+        self.options = {"aborts": True, "notifications": True, "expiry": True, "failures": True}
+        if scenario is None:
+            self.options["num_pages"] = num_pages
+        self.options.update(options or {})
         self.fixed = scenario
+        self.flight_id_of: dict[int, int] = {}  # spec flight slot (its current leader) -> engine flight id
         self.requests: list[Request] = []
         self.index_of: dict[int, int] = {}
         self.engine_of: dict[int, int] = {}
@@ -87,7 +93,8 @@ class SpecTracker:
         i = len(self.engine_of)
         if self.fixed is not None and self.next_index is not None:
             i, self.next_index = self.next_index, None
-        num_pages, has_tail = num_tokens // PAGE_SIZE, num_tokens % PAGE_SIZE != 0
+        num_pages, tail = divmod(num_tokens, PAGE_SIZE)
+        has_tail = tail != 0
         if self.fixed is not None:
             if i >= self.fixed.num_requests:
                 raise ConformanceError(Diagnosis("payload", f"request {engine_id} is arrival {i + 1}, but scenario "
@@ -96,17 +103,19 @@ class SpecTracker:
             c = self.fixed.classes.index(want.cls)
             known = self.class_of_input.get(input_key)
             if (known is not None and known != c) or (known is None and c in self.class_of_input.values()) \
-                    or (num_pages, has_tail) != (want.num_pages, want.has_tail):
+                    or (num_pages, has_tail) != (want.num_pages, want.has_tail) or num_decode > want.num_decode:
                 raise ConformanceError(Diagnosis("payload", f"arrival {i} (engine request {engine_id}, {num_tokens} "
                                                  f"tokens) does not match request r{i} of scenario {self.fixed.name}"))
         else:
             c = self.class_of_input.get(input_key, len(self.class_of_input))
-            self.requests.append(Request(cls=c, num_pages=max(num_pages, 1), has_tail=has_tail, num_decode=num_decode))
-            if num_pages < 1:
-                raise ConformanceError(Diagnosis("payload", f"request {engine_id} has {num_tokens} tokens: the spec "
-                                                 "models prompts of at least one full page"))
-            old_spec, old_state = self.spec, self.state
-            scn = Scenario("trace", tuple(self.requests), policy=self.policy, **self.options)
+            try:
+                self.requests.append(Request(cls=c, num_pages=num_pages, has_tail=has_tail, num_decode=num_decode,
+                                             tail_tokens=tail if has_tail else Request.tail_tokens))
+                old_spec, old_state = self.spec, self.state
+                scn = Scenario("trace", tuple(self.requests), policy=self.policy, **self.options)
+            except ValueError as error:  # a shape no engine run should have (e.g. more pages than the pool)
+                raise ConformanceError(Diagnosis("payload", f"request {engine_id} ({num_tokens} tokens, {num_decode} "
+                                                 f"decode steps) cannot arrive: {error}")) from None
             self.spec = self.spec_class(scn, self.policy)
             self.state = _lift(old_spec, old_state, self.spec)
         self.class_of_input[input_key] = c
@@ -120,20 +129,31 @@ class SpecTracker:
         return i
 
     def observe_arrival(self, event: dict[str, Any], engine: Any) -> None:
-        """Register an engine ``arrive`` event (tokens, keys, max_tokens read from the engine) and apply it."""
+        """Register an engine ``arrive`` event (tokens, keys, decode bound read from the engine) and apply it."""
         if event["action"] != "arrive":
             return
         req = engine.scheduler.requests[event["request"]]
-        i = self.arrive(event["request"], event["input"], event["num_tokens"], req.sampling.max_tokens - 1,
+        i = self.arrive(event["request"], event["input"], event["num_tokens"], req.max_positions - req.num_tokens,
                         req.token_ids, req.page_keys)
+        self.apply_arrival(i)
+
+    def apply_arrival(self, i: int) -> None:
+        """Take spec action ``arrive(i)`` and note the engine flight a new leader opens."""
         self.last_action = Action("arrive", i)
         self.state = self.spec.apply(self.state, self.last_action)
+        s = self.spec.view(self.state)
+        if s.mem[i] == i + 1:
+            self.flight_id_of[i] = self.engine_of[i]
+
+    def flight_id(self, f: int) -> int | None:
+        """The engine's ID of the flight the spec names after its current leader ``f``."""
+        return self.flight_id_of.get(f)
 
     def action_of(self, event: dict[str, Any]) -> Action:
         """The spec action an (already-arrived) engine event stands for."""
         name = event["action"]
-        if name == "release":
-            return Action("release", self._index(event["flight"], event))
+        if name in ("release", "promote"):  # a flight is named after its (new) leader
+            return Action(name, self._index(event["leader"], event))
         if name == "evict":
             slot = self.key_slot.get(event["key"])
             if slot is None:

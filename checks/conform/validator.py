@@ -34,16 +34,20 @@ For example::
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import Any, Iterator
 
-from flightcheck.checks.conform.abstraction import KVWitness, abstract_state, state_diff, without_ghosts
+from flightcheck.checks.conform.abstraction import abstract_state, state_diff, without_ghosts
+from flightcheck.checks.conform.books import engine_books
+from flightcheck.checks.conform.witness import KVWitness
 from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
 from flightcheck.checks.conform.explain import explain_guard, forced, lookahead, violated
 from flightcheck.checks.conform.tracker import SpecTracker
 from flightcheck.spec.describe import describe
 from flightcheck.spec.model import Action, FlightSpec
-from flightcheck.spec.state import ABORTED, BLOCKED, DECODE, FINISHED, PHASE_NAMES, State
+from flightcheck.spec.properties import safety_properties
+from flightcheck.spec.state import ABORTED, BLOCKED, DECODE, FAILED, FINISHED, PHASE_NAMES, State
 
 
 class TraceValidator:
@@ -82,9 +86,8 @@ class TraceValidator:
                 tr.observe_arrival(event, self.engine)
             else:
                 i = tr.arrive(event["request"], event["input"], event["num_tokens"], event.get("num_decode", 0))
-                tr.last_action = Action("arrive", i)
                 before = tr.state
-                tr.state = tr.spec.apply(tr.state, tr.last_action)
+                tr.apply_arrival(i)
             action = tr.last_action
             self._check_arrive(event, action, before)
         elif tr.spec is None:
@@ -94,12 +97,15 @@ class TraceValidator:
         else:
             action = tr.action_of(event)
             before = tr.state
-            if not self.spec.guard(before, action):
-                self._refused(event, action, before)
-            after = self._apply(before, action, event)
+            with self._chunk_of(event, action):
+                if not self.spec.guard(before, action):
+                    self._refused(event, action, before)
+                after = self.spec.apply(before, action)
             self._check_payload(event, action, before, after)
             tr.state = after
             tr.last_action = action
+            if action.name == "promote":  # the flight keeps its engine ID under its new leader's name
+                tr.flight_id_of[action.arg] = event.get("flight")
         self.actions.append(str(action))
         bad = violated(self.spec, tr.state)
         if bad:
@@ -109,8 +115,9 @@ class TraceValidator:
             self.compare(event, action, before)
         return action
 
-    def _apply(self, before: State, action: Action, event: dict) -> State:
-        """The spec's successor; a prefill the engine cut short is the spec's prefill with that chunk.
+    @contextmanager
+    def _chunk_of(self, event: dict, action: Action) -> Iterator[None]:
+        """A prefill the engine cut short is the spec's prefill with that chunk (guard and update).
 
         Why: the spec's ``chunk`` is what one prefill of one request computes, the engine's
         ``prefill_chunk_pages`` a budget one step shares among requests, so a request may get fewer
@@ -119,14 +126,15 @@ class TraceValidator:
         """
         spec = self.spec
         units = event.get("num_units") if action.name == "prefill" else None
-        if isinstance(units, int) and 1 <= units < spec.policy.chunk:
-            full = spec.policy
-            spec.policy = replace(full, chunk=units)
-            try:
-                return spec.apply(before, action)
-            finally:
-                spec.policy = full
-        return spec.apply(before, action)
+        if not (type(units) is int and 1 <= units < spec.policy.chunk):
+            yield
+            return
+        full = spec.policy
+        spec.policy = replace(full, chunk=units)
+        try:
+            yield
+        finally:
+            spec.policy = full
 
     def _refused(self, event: dict, action: Action, before: State) -> None:
         props, notes = [], []
@@ -142,17 +150,19 @@ class TraceValidator:
         if action.name == "notify":
             props.append("termination_validated")
             notes.append("the engine rejected the termination of a live request")
+        pending = [f for f in range(self.spec.num_requests) if self.spec.is_orphaned(self.spec.view(before), f)]
+        if pending and action.name not in ("release", "promote"):
+            props.insert(0, "no_deadlock")
+            notes.insert(0, f"the engine did not release or hand on flight f{pending[0]} in the call that ended its "
+                            "leader: its followers would wait for a leader that is gone")
         reasons = explain_guard(self.spec, before, action)
-        if event.get("reason") == "wait-bound":
-            reasons.append("a wait-bound release (EngineConfig.follower_wait_bound, off by default) frees a follower "
-                           "on its own; the spec has no such action, so runs with the bound set cannot conform")
         self._fail("disabled", f"{action} is not enabled in the spec", event, action, before, reasons, props, notes)
 
     def _check_arrive(self, event: dict, action: Action, before: State) -> None:
         s = self.spec.view(self.tracker.state)
         i = action.arg
         role = "solo" if not self.tracker.policy.single_flight else ("follower" if s.ph[i] == BLOCKED else "leader")
-        flight = None if role == "solo" else self.tracker.engine_of[s.mem[i] - 1]
+        flight = None if role == "solo" else self.tracker.flight_id(s.mem[i] - 1)
         reasons = []
         if event.get("role") != role:
             reasons.append(f"the engine made it {event.get('role')}, the spec {role}")
@@ -181,30 +191,60 @@ class TraceValidator:
             c = self.tracker.cls_slot(i)
             self.tracker.learn_keys(c, {p["index"]: p["key"] for p in event.get("pages" if n == "publish" else "published", [])})
         elif n == "release":
-            want = [self.tracker.engine_of.get(j) for j in range(spec.num_requests)
-                    if j != i and b.mem[j] == i + 1 and b.ph[j] == BLOCKED]
-            if sorted(event.get("followers", [])) != sorted(want):
+            want = self._followers(b, i)
+            if sorted(_ids(event.get("followers"))) != sorted(want):
                 r.append(f"released followers: engine {event.get('followers')}, spec {want}")
-            reason = {FINISHED: "on-completion", ABORTED: "leader-aborted"}.get(b.ph[i], "after-prefill")
+            reason = {FINISHED: "on-completion", ABORTED: "leader-aborted", FAILED: "leader-failed"}.get(
+                b.ph[i], "after-prefill")
             if event.get("reason") != reason:
                 r.append(f"release reason: engine {event.get('reason')}, spec {reason}")
-        elif n == "abort" and event.get("phase") != PHASE_NAMES[b.ph[i]]:
-            r.append(f"aborted phase: engine {event.get('phase')}, spec {PHASE_NAMES[b.ph[i]]}")
+            if event.get("flight") != self.tracker.flight_id(i):
+                r.append(f"flight: engine {event.get('flight')}, spec {self.tracker.flight_id(i)}")
+        elif n == "promote":
+            old = next((f for f in range(spec.num_requests) if f != i and b.mem[i] == f + 1), None)
+            want = self._followers(a, i)
+            if old is None or event.get("previous") != self.tracker.engine_of.get(old):
+                r.append(f"previous leader: engine {event.get('previous')}, spec "
+                         f"{self.tracker.engine_of.get(old) if old is not None else None}")
+            elif event.get("flight") != self.tracker.flight_id(old):
+                r.append(f"flight: engine {event.get('flight')}, spec {self.tracker.flight_id(old)}")
+            if sorted(_ids(event.get("followers"))) != sorted(want):
+                r.append(f"followers still waiting: engine {event.get('followers')}, spec {want}")
+        elif n == "expire":
+            f = b.mem[i] - 1
+            if event.get("leader") != self.tracker.engine_of.get(f) or event.get("flight") != self.tracker.flight_id(f):
+                r.append(f"flight and leader: engine {event.get('flight')}/{event.get('leader')}, spec "
+                         f"{self.tracker.flight_id(f)}/{self.tracker.engine_of.get(f)}")
+        elif n in ("abort", "fail") and event.get("phase") != PHASE_NAMES[b.ph[i]]:
+            r.append(f"{'aborted' if n == 'abort' else 'failed'} phase: engine {event.get('phase')}, spec {PHASE_NAMES[b.ph[i]]}")
         elif n == "notify" and i < spec.num_requests and spec.accepts(b, i):
             self._fail("termination", f"the engine rejected a termination of r{i} the coordinator must accept",
                        event, action, before, [f"r{i} is still known to the spec's coordinator"],
                        ["termination_validated"])
         if r:
+            at_stake = violated(spec, after) + [p for p in _PAYLOAD_PROPERTIES.get(n, []) if p not in violated(spec, after)]
             self._fail("payload", f"{action}: the event's details differ from the spec", event, action, before, r,
-                       violated(spec, after))
+                       at_stake)
+
+    def _followers(self, s: Any, f: int) -> list[int]:
+        """Engine IDs of the blocked followers of flight ``f`` in spec state view ``s``."""
+        return [self.tracker.engine_of.get(j) for j in range(self.spec.num_requests)
+                if j != f and s.mem[j] == f + 1 and s.ph[j] == BLOCKED]
 
     def compare(self, event: dict | None, action: Action | None, before: State | None,
                 context: str = "") -> None:
-        """Compare the engine's abstract state with the spec state (ghosts aside)."""
+        """Compare the engine's abstract state with the spec state (ghosts aside), and the engine's own
+        accounting (queues, pool, coordinator, what terminated requests still hold) with the spec's."""
         spec, expected = self.spec, self.tracker.state
         actual = abstract_state(self.engine, self.tracker, self.witness)
         diffs = state_diff(spec, without_ghosts(spec, expected), actual)
         bad = violated(spec, actual)
+        books = engine_books(self.engine, self.tracker, expected)
+        if books:
+            self._fail("state", f"the engine's own accounting is wrong{f' after {action}' if action else ''}",
+                       event, action, before if before is not None else expected, books,
+                       _at_stake(books), ["the engine's structures disagree with each other or with the spec's "
+                                           "derived figures (free, reserved, block tables)"])
         if not diffs and not bad:
             return
         props, notes = list(bad), [f"the engine's abstract state violates {p}" for p in bad]
@@ -214,11 +254,49 @@ class TraceValidator:
                 props.append(ahead[0])
                 notes.append(f"from the engine's state the spec reaches a violation of {ahead[0]} by: "
                              + ", ".join(ahead[1]))
+        for slot, _x, _y in diffs:
+            for p in _SLOT_PROPERTIES.get(slot.split("[")[0], []):
+                if p not in props and any(q.name == p for q in safety_properties(spec)):
+                    props.append(p)
+                    notes.append(f"{p} speaks of {slot.split('[')[0]}, where the engine and the spec differ")
         where = f" after {action}" if action else (f" {context}" if context else "")
         reasons = [f"{slot}: spec {_slot_text(slot, x)}, engine {_slot_text(slot, y)}" for slot, x, y in diffs]
         self._fail("state" if diffs else "property", f"the engine's state differs from the spec{where}"
                    if diffs else f"the engine's state violates {', '.join(bad)}{where}", event, action,
                    before if before is not None else expected, reasons, props, notes)
+
+
+# Which properties speak of each slot: what a mismatch there puts at stake.
+_SLOT_PROPERTIES = {
+    "pubd": ["refcounts_exact", "in_use_never_evicted"], "ref": ["refcounts_exact"],
+    "pg": ["visible_after_compute", "in_use_never_evicted"], "mem": ["one_flight_per_input", "blocked_in_open_flight"],
+    "fl": ["one_flight_per_input"], "idx": ["one_flight_per_input"], "rel": ["termination_validated", "known_once"],
+    "ph": ["follower_waits_for_release", "no_deadlock"], "hit": ["single_prefill"], "done": ["single_prefill"],
+    "exp": ["expired_never_blocked"],
+}
+# Which properties a disagreement in an event's details puts at stake, by action.
+_PAYLOAD_PROPERTIES = {
+    "admit": ["single_prefill"], "prefill": ["single_prefill"], "publish": ["visible_after_compute"],
+    "finish": ["visible_after_compute"], "release": ["follower_waits_for_release", "one_flight_per_input"],
+    "promote": ["blocked_in_open_flight"], "expire": ["expired_never_blocked"], "abort": ["termination_validated"],
+    "fail": ["termination_validated"],
+}
+
+
+def _ids(value: Any) -> list:
+    """A list field of an event as a list (anything else compares as a mismatch, never raises)."""
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _at_stake(reasons: list[str]) -> list[str]:
+    """The properties an accounting error puts at stake, read from its words."""
+    out = []
+    for word, prop in (("reserv", "admission_has_room"), ("free", "admission_has_room"), ("ref", "refcounts_exact"),
+                       ("queue", "no_deadlock"), ("released set", "termination_validated"),
+                       ("flight", "one_flight_per_input"), ("holds", "quiescent_clean")):
+        if any(word in r for r in reasons) and prop not in out:
+            out.append(prop)
+    return out
 
 
 def _slot_text(slot: str, v: int) -> str:
