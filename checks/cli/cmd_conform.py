@@ -14,6 +14,7 @@ For example::
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Optional
 
@@ -93,17 +94,17 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Feed an event log through the spec; exit 1 with a diagnosis at the first mismatch."""
         from flightcheck.checks.conform.eventlog import read_events, validate_events
+        from flightcheck.checks.inputs import InputError
 
         check_choice("release", release, RELEASES)
         check_choice("publication", publication, PUBLICATIONS)
         check_choice("coordination", coordination, COORDINATIONS)
-        if not events.is_file():
-            raise usage_error(f"no such event log: {events}")
         try:
-            evs, header = read_events(str(events))
-        except ValueError as error:
+            evs, header = read_events(str(events))  # the schema checked: a malformed log is exit 2, here
+        except InputError as error:
             raise usage_error(str(error))
-        base = dict((header or {}).get("policy", {}))
+        known = {f.name for f in fields(Policy)}  # the header may carry knobs the spec's Policy does not take
+        base = {k: v for k, v in (header or {}).get("policy", {}).items() if k in known}
         flags = {"release": release, "publication": publication, "coordination": coordination,
                  "capacity": capacity, "chunk": chunk}
         base.update({k: v for k, v in flags.items() if v is not None})
