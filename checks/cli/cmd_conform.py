@@ -137,23 +137,28 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Replay a counterexample path against the engine; exit 0 when the engine behaves as the path says."""
-        from flightcheck.checks.conform.replay import load_path, replay as run_replay
+        from flightcheck.checks.conform.replay import path_problem, read_path, replay as run_replay
+        from flightcheck.checks.inputs import InputError
         from flightcheck.spec.variants import VARIANTS
 
-        if not path.is_file():
-            raise usage_error(f"no such file: {path}")
         try:
-            actions, meta = load_path(path.read_text())
-        except (ValueError, json.JSONDecodeError) as error:
-            raise usage_error(f"{path}: {error}")
-        name = scenario or meta.get("scenario") or "burst2"
-        if name not in SCENARIOS:
-            raise usage_error(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
-        vname = variant or meta.get("variant") or "correct"
-        if vname not in VARIANTS:
-            raise usage_error(f"unknown variant {vname!r}; known: {', '.join(VARIANTS)}")
+            read = read_path(path)
+        except InputError as error:
+            raise usage_error(str(error))
+        actions, meta = read.actions, read.meta
+
+        def choose(option: str, given: Optional[str], default: str, known) -> str:  # the flag, the file's, the default
+            value = given or meta.get(option) or default
+            if value not in known:
+                what = f"unknown {option} {value!r}; known: {', '.join(known)}"
+                raise usage_error(f"--{option}: {what}" if given else str(InputError(str(path), read.places[0][0],
+                                                                                    option, what)))
+            return value
+
+        name = choose("scenario", scenario, "burst2", SCENARIOS)
+        vname = choose("variant", variant, "correct", VARIANTS)
         scn = SCENARIOS[name]
-        pol = dict(meta.get("policy") or scn.policy.__dict__)
+        pol = {**scn.policy.__dict__, **meta.get("policy", {})}
         for k, v, allowed in (("release", release, RELEASES), ("publication", publication, PUBLICATIONS),
                               ("coordination", coordination, COORDINATIONS)):
             if v is not None:
@@ -161,12 +166,19 @@ def register(app: typer.Typer) -> None:
         if capacity is not None:
             pol["capacity"] = capacity
         m = _mutant(mutant)
+        policy, spec_class = Policy(**pol), VARIANTS[vname].spec_class
+        wrong = path_problem(actions, scn, policy, spec_class=spec_class)
+        if wrong is not None:  # a path that is not a run of the spec is a bad input, not an engine's departure
+            n, why = wrong
+            raise usage_error(str(read.error(str(path), n, f"{why} (scenario {name}, variant {vname}, policy "
+                                             f"{policy.label()}; --scenario, --variant and the policy flags "
+                                             "choose them)")))
         try:
             if m is not None:
                 with m.patched():
-                    result = run_replay(actions, scn, Policy(**pol), spec_class=VARIANTS[vname].spec_class)
+                    result = run_replay(actions, scn, policy, spec_class=spec_class)
             else:
-                result = run_replay(actions, scn, Policy(**pol), spec_class=VARIANTS[vname].spec_class)
+                result = run_replay(actions, scn, policy, spec_class=spec_class)
         except ValueError as error:
             raise usage_error(str(error))
         if as_json:
