@@ -22,7 +22,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from flightcheck.checks.cli.errors import check_choice, usage_error
+from flightcheck.checks.cli.errors import check_choice, loaded_model, usage_error
 from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS, Policy
 
 
@@ -60,6 +60,7 @@ def register(app: typer.Typer) -> None:
         check_choice("publication", publication, PUBLICATIONS)
         check_choice("coordination", coordination, COORDINATIONS)
         m = _mutant(mutant)
+        loaded_model(model)  # a bad model file is bad input (exit 2), not a run that departs from the spec
         opts = ConformOptions(model=model, release=release, publication=publication, coordination=coordination,
                               examples=examples, seconds=seconds, max_rules=max_rules, seed=seed)
         console = Console(stderr=as_json)
@@ -198,6 +199,7 @@ def register(app: typer.Typer) -> None:
         from flightcheck.checks.conform.probe import probe as run_probe
 
         check_choice("model", model, ("tiny", "smollm2"))
+        loaded_model(model)
         results = [run_probe(c, model=model, num_requests=requests) for c in ("none", "single-flight")]
         ok = all(r.conformed for r in results) and set(results[1].computations_per_page) == {1}
         if as_json:

@@ -33,6 +33,18 @@ def usage_error(message: str) -> typer.Exit:
     return typer.Exit(2)
 
 
+def loaded_model(name: str) -> None:
+    """Load the conformance engines' model ``name`` ("tiny" or "smollm2") before a command runs; a bad
+    model file is a usage error (exit 2) naming the file, never a failed check."""
+    from flightcheck.checks.conform.engines import load_model
+    from flightcheck.impl.model_file import ModelFileError
+
+    try:
+        load_model(name)
+    except ModelFileError as error:
+        raise usage_error(str(error)) from None
+
+
 def check_choice(name: str, value: Optional[str], allowed: tuple[str, ...]) -> Optional[str]:
     """``value`` if it is None or one of ``allowed``; otherwise a usage error naming ``--name``."""
     if value is not None and value not in allowed:
