@@ -93,7 +93,7 @@ def register(app: typer.Typer) -> None:
         chunk: Optional[int] = typer.Option(None, min=1, help="The engine's prefill budget in pages."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
-        """Feed an event log through the spec; exit 1 with a diagnosis at the first mismatch."""
+        """Feed an event log through the spec; exit 1 with a diagnosis at the first mismatch, 2 on a malformed log."""
         from flightcheck.checks.conform.eventlog import read_events, validate_events
         from flightcheck.checks.inputs import InputError
 
