@@ -5,8 +5,10 @@
 - ``conform``: the bridge to the real engine: abstraction, trace validation, the online monitor,
   lockstep campaigns, replay, coverage, the probe and the deliberately broken engines;
 - ``workload``: how much a real request trace would gain from single-flight at all;
-- ``cli``: the ``flightcheck`` command line and the ``check`` suite.
+- ``cli``: the ``flightcheck`` command line and the ``check`` suite;
+- ``inputs`` (a module, not a room): the strict reading rules every room's file formats share
+  (UTF-8, blank lines, JSON lines, typed fields), failing with an ``InputError`` naming file, line and field.
 
-Each room may import ``spec``; ``conform`` (and ``cli``) also import ``impl``; ``cli`` imports every room;
+Each room may import ``spec`` and ``inputs``; ``conform`` (and ``cli``) also import ``impl``; ``cli`` imports every room;
 no room imports ``cli``. docs/architecture.md draws the whole map.
 """

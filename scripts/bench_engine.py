@@ -23,6 +23,7 @@ from rich.table import Table
 
 from flightcheck.impl.config import EngineConfig
 from flightcheck.impl.engine import Engine
+from flightcheck.impl.model_file import ModelFileError
 from flightcheck.impl.runner import ModelRunner
 from flightcheck.impl.sampling import SamplingParams
 
@@ -114,7 +115,11 @@ def main(argv: list[str] | None = None) -> int:
 
     console = Console(width=150)
     pages_per_request = -(-(args.prompt_tokens + args.max_tokens) // 16)
-    model, tokenizer, eos, description = build(args.model, 0)
+    try:
+        model, tokenizer, eos, description = build(args.model, 0)
+    except ModelFileError as error:  # a missing or corrupt model is bad input: exit 2, no traceback
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     runner = ModelRunner(model, num_pages=max(counts) * pages_per_request + 16)
     prompt = prompt_ids(tokenizer, args.prompt_tokens)
     console.print(f"model: {description}; prompt {len(prompt)} tokens, {args.max_tokens} output tokens, "

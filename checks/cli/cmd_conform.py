@@ -14,6 +14,7 @@ For example::
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Optional
 
@@ -21,7 +22,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from flightcheck.checks.cli.errors import check_choice, usage_error
+from flightcheck.checks.cli.errors import check_choice, loaded_model, usage_error
 from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS, Policy
 
 
@@ -59,6 +60,7 @@ def register(app: typer.Typer) -> None:
         check_choice("publication", publication, PUBLICATIONS)
         check_choice("coordination", coordination, COORDINATIONS)
         m = _mutant(mutant)
+        loaded_model(model)  # a bad model file is bad input (exit 2), not a run that departs from the spec
         opts = ConformOptions(model=model, release=release, publication=publication, coordination=coordination,
                               examples=examples, seconds=seconds, max_rules=max_rules, seed=seed)
         console = Console(stderr=as_json)
@@ -91,19 +93,19 @@ def register(app: typer.Typer) -> None:
         chunk: Optional[int] = typer.Option(None, min=1, help="The engine's prefill budget in pages."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
-        """Feed an event log through the spec; exit 1 with a diagnosis at the first mismatch."""
+        """Feed an event log through the spec; exit 1 with a diagnosis at the first mismatch, 2 on a malformed log."""
         from flightcheck.checks.conform.eventlog import read_events, validate_events
+        from flightcheck.checks.inputs import InputError
 
         check_choice("release", release, RELEASES)
         check_choice("publication", publication, PUBLICATIONS)
         check_choice("coordination", coordination, COORDINATIONS)
-        if not events.is_file():
-            raise usage_error(f"no such event log: {events}")
         try:
-            evs, header = read_events(str(events))
-        except ValueError as error:
+            evs, header = read_events(str(events))  # the schema checked: a malformed log is exit 2, here
+        except InputError as error:
             raise usage_error(str(error))
-        base = dict((header or {}).get("policy", {}))
+        known = {f.name for f in fields(Policy)}  # the header may carry knobs the spec's Policy does not take
+        base = {k: v for k, v in (header or {}).get("policy", {}).items() if k in known}
         flags = {"release": release, "publication": publication, "coordination": coordination,
                  "capacity": capacity, "chunk": chunk}
         base.update({k: v for k, v in flags.items() if v is not None})
@@ -136,23 +138,28 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Replay a counterexample path against the engine; exit 0 when the engine behaves as the path says."""
-        from flightcheck.checks.conform.replay import load_path, replay as run_replay
+        from flightcheck.checks.conform.replay import path_problem, read_path, replay as run_replay
+        from flightcheck.checks.inputs import InputError
         from flightcheck.spec.variants import VARIANTS
 
-        if not path.is_file():
-            raise usage_error(f"no such file: {path}")
         try:
-            actions, meta = load_path(path.read_text())
-        except (ValueError, json.JSONDecodeError) as error:
-            raise usage_error(f"{path}: {error}")
-        name = scenario or meta.get("scenario") or "burst2"
-        if name not in SCENARIOS:
-            raise usage_error(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
-        vname = variant or meta.get("variant") or "correct"
-        if vname not in VARIANTS:
-            raise usage_error(f"unknown variant {vname!r}; known: {', '.join(VARIANTS)}")
+            read = read_path(path)
+        except InputError as error:
+            raise usage_error(str(error))
+        actions, meta = read.actions, read.meta
+
+        def choose(option: str, given: Optional[str], default: str, known) -> str:  # the flag, the file's, the default
+            value = given or meta.get(option) or default
+            if value not in known:
+                what = f"unknown {option} {value!r}; known: {', '.join(known)}"
+                raise usage_error(f"--{option}: {what}" if given else str(InputError(str(path), read.places[0][0],
+                                                                                    option, what)))
+            return value
+
+        name = choose("scenario", scenario, "burst2", SCENARIOS)
+        vname = choose("variant", variant, "correct", VARIANTS)
         scn = SCENARIOS[name]
-        pol = dict(meta.get("policy") or scn.policy.__dict__)
+        pol = {**scn.policy.__dict__, **meta.get("policy", {})}
         for k, v, allowed in (("release", release, RELEASES), ("publication", publication, PUBLICATIONS),
                               ("coordination", coordination, COORDINATIONS)):
             if v is not None:
@@ -160,12 +167,19 @@ def register(app: typer.Typer) -> None:
         if capacity is not None:
             pol["capacity"] = capacity
         m = _mutant(mutant)
+        policy, spec_class = Policy(**pol), VARIANTS[vname].spec_class
+        wrong = path_problem(actions, scn, policy, spec_class=spec_class)
+        if wrong is not None:  # a path that is not a run of the spec is a bad input, not an engine's departure
+            n, why = wrong
+            raise usage_error(str(read.error(str(path), n, f"{why} (scenario {name}, variant {vname}, policy "
+                                             f"{policy.label()}; --scenario, --variant and the policy flags "
+                                             "choose them)")))
         try:
             if m is not None:
                 with m.patched():
-                    result = run_replay(actions, scn, Policy(**pol), spec_class=VARIANTS[vname].spec_class)
+                    result = run_replay(actions, scn, policy, spec_class=spec_class)
             else:
-                result = run_replay(actions, scn, Policy(**pol), spec_class=VARIANTS[vname].spec_class)
+                result = run_replay(actions, scn, policy, spec_class=spec_class)
         except ValueError as error:
             raise usage_error(str(error))
         if as_json:
@@ -185,6 +199,7 @@ def register(app: typer.Typer) -> None:
         from flightcheck.checks.conform.probe import probe as run_probe
 
         check_choice("model", model, ("tiny", "smollm2"))
+        loaded_model(model)
         results = [run_probe(c, model=model, num_requests=requests) for c in ("none", "single-flight")]
         ok = all(r.conformed for r in results) and set(results[1].computations_per_page) == {1}
         if as_json:

@@ -44,12 +44,14 @@ def parse_side(option: str, text: str) -> dict[str, Any]:
         key, eq, value = (x.strip() for x in part.partition("="))
         if not eq or not value:
             raise ValueError(f"{option}: {part!r} is not KEY=VALUE")
+        if key in out:
+            raise ValueError(f"{option}: {key} is given twice")
         if key in _CHOICES:
             if value not in _CHOICES[key]:
                 raise ValueError(f"{option}: {key} must be one of {', '.join(_CHOICES[key])}; got {value!r}")
             out[key] = value
         elif key in _INTS:
-            if not value.isdigit() or int(value) < 1:
+            if not (value.isascii() and value.isdecimal()) or int(value) < 1:
                 raise ValueError(f"{option}: {key} must be a positive integer; got {value!r}")
             out[key] = int(value)
         elif key == "variant":

@@ -103,9 +103,11 @@ def equiv_stage(quick: bool) -> list[Row]:
 def real_model_stage(quick: bool) -> list[Row]:
     """The real SmolLM2 engine: a short lockstep conformance run and the probe."""
     from flightcheck.checks.conform.campaign import run_conformance
+    from flightcheck.checks.conform.engines import load_model
     from flightcheck.checks.conform.results import ConformOptions
     from flightcheck.checks.conform.probe import probe
 
+    load_model("smollm2")  # a bad model file stops the stage as a ModelFileError, not as a conformance failure
     rows = []
     r = run_conformance(ConformOptions(model="smollm2", examples=3, max_rules=12, seed=0))
     detail = (f"{r.runs} runs, {r.steps} engine steps, {r.events} events checked" if r.ok

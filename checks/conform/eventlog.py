@@ -11,13 +11,14 @@ For example::
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
+from flightcheck.checks.conform.schema import LogChecker, check_header, is_header
 from flightcheck.checks.conform.tracker import SpecTracker
 from flightcheck.checks.conform.validator import TraceValidator
+from flightcheck.checks.inputs import InputError, json_records, read_lines
 from flightcheck.spec.describe import describe
 from flightcheck.spec.model import FlightSpec
 from flightcheck.spec.scenario import Policy, Scenario
@@ -40,34 +41,27 @@ class ValidationReport:
 
 
 def read_events(path: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """Events of a JSON-lines log and an optional header (a first line with a "policy" object).
+    """Events of a JSON-lines log and its optional header (a first line with a "policy" object).
 
-    Raises ValueError naming the line of anything that is not an event.
+    Read by the rules every reader shares (:mod:`flightcheck.checks.inputs`: UTF-8, no blank line but
+    the final newline, one JSON object per line) and checked against the event schema
+    (:mod:`flightcheck.checks.conform.schema`). Raises :class:`~flightcheck.checks.inputs.InputError`
+    naming the file, the line and the field; a file without events (empty, or only a header) is one too.
     """
-    events, header = [], None
-    with open(path, encoding="utf-8") as fh:
-        for num, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{num}: not JSON ({error.msg})") from None
-            if not isinstance(obj, dict):
-                raise ValueError(f"{path}:{num}: expected a JSON object, got {type(obj).__name__}")
-            if "policy" in obj and "action" not in obj and not events:
-                header = obj
-                continue
-            if "action" not in obj:
-                raise ValueError(f"{path}:{num}: an event needs an \"action\" field")
-            events.append(obj)
+    events, header, checker = [], None, LogChecker(str(path))
+    for num, obj in json_records(read_lines(path, "events"), str(path), "an engine event log: JSON lines of events"):
+        if is_header(obj):
+            if num != 1:
+                raise InputError(str(path), num, "policy", "a header line (a policy and no action) may only be "
+                                 "the first line")
+            check_header(obj, str(path), num)
+            header = obj
+            continue
+        checker.check(obj, num)
+        events.append(obj)
+    if not events:
+        raise InputError(str(path), None, None, "holds no events, only the header line")
     return events, header
-
-
-_REQUIRED = {"arrive": ("request", "input", "num_tokens"), "admit": ("request",), "prefill": ("request",),
-             "publish": ("request", "pages"), "release": ("flight",), "decode": ("request",),
-             "finish": ("request",), "abort": ("request", "phase"), "notify": ("request",),
-             "evict": ("key",)}
 
 
 def validate_events(events: Iterable[dict[str, Any]], policy: Policy, *, scenario: Scenario | None = None,
@@ -75,22 +69,22 @@ def validate_events(events: Iterable[dict[str, Any]], policy: Policy, *, scenari
     """Validate a whole event log offline (no engine state: guards, details and properties).
 
     The decode bound of each request is its ``max_tokens - 1`` when the arrive event carries
-    ``max_tokens``, else the number of decode events it has in the log.
+    ``max_tokens``, else the number of decode events it has in the log. Every event is checked against
+    the schema before the spec sees any: a malformed one raises
+    :class:`~flightcheck.checks.inputs.InputError` naming the event's number (``event 3, field
+    'num_tokens': ...``); the report is about well-formed logs only.
     """
-    events = list(events)
+    events, checker = list(events), LogChecker("event log")
+    for num, ev in enumerate(events, 1):  # the schema first: the validator never sees a malformed event
+        checker.check(ev, None, f"event {num}")
     decodes: dict[int, int] = {}
     for ev in events:
-        if ev.get("action") == "decode":
-            decodes[ev.get("request")] = decodes.get(ev.get("request"), 0) + 1
+        if ev["action"] == "decode":
+            decodes[ev["request"]] = decodes.get(ev["request"], 0) + 1
     tracker = SpecTracker(policy, scenario=scenario, spec_class=spec_class)
     validator = TraceValidator(tracker)
     for num, ev in enumerate(events, 1):
-        name = ev.get("action")
-        missing = [f for f in _REQUIRED.get(name, ()) if f not in ev]
-        if name not in _REQUIRED or missing:
-            d = Diagnosis("payload", f"event {num}: " + (f"unknown action {name!r}" if name not in _REQUIRED
-                                                         else f"{name} event lacks {', '.join(missing)}"), ev)
-            return ValidationReport(False, num - 1, validator.actions, d, None)
+        name = ev["action"]
         if name == "arrive":
             ev = dict(ev, num_decode=ev["max_tokens"] - 1 if "max_tokens" in ev else decodes.get(ev["request"], 0))
         try:

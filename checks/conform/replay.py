@@ -25,11 +25,13 @@ For example::
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
-
+from flightcheck.checks.conform.schema import POLICY
+from flightcheck.checks.inputs import (STR, InputError, check_fields, list_of, nullable, optional, parse_json,
+                                       read_lines, record_lines)
 from flightcheck.spec.model import parse_action
 from flightcheck.checks.conform.diagnosis import ConformanceError
 from flightcheck.checks.conform.explain import violated
@@ -79,31 +81,112 @@ class ReplayResult:
                 "summary": self.summary, "steps": [s.to_json() for s in self.steps]}
 
 
-def load_path(text: str) -> tuple[list[str], dict[str, Any]]:
-    """Actions from ``explore --json`` output (its "counterexample") or from lines / a JSON list of actions.
+@dataclass
+class PathFile:
+    """A path read from a file: its actions, where each stands (line, field) and the metadata found.
 
-    Returns the actions and any metadata found (scenario, policy, variant). Raises ValueError naming
-    what is wrong.
+    ``places[n]`` is ``(line, None)`` for a list of lines, ``(line or None, "counterexample[n]")`` inside a
+    JSON document (the line is known when the document is one line, as ``explore --json`` writes it).
     """
-    text = text.strip()
-    meta: dict[str, Any] = {}
-    if text.startswith("{"):
-        obj = json.loads(text)
-        actions = obj.get("counterexample")
-        if not actions:
-            raise ValueError("the JSON has no \"counterexample\" list (did the exploration find a violation?)")
-        meta = {k: obj[k] for k in ("scenario", "policy", "variant") if k in obj}
-    elif text.startswith("["):
-        actions = json.loads(text)
+
+    actions: list[str]
+    places: list[tuple[int | None, str | None]]
+    meta: dict[str, Any]
+
+    def error(self, source: str, n: int, message: str) -> InputError:
+        """An :class:`~flightcheck.checks.inputs.InputError` about action ``n`` (0-based), at its place."""
+        line, field = self.places[n]
+        return InputError(source, line, field, message)
+
+
+_PATH_FIELDS = {"counterexample": optional(nullable(list_of(STR))), "scenario": optional(nullable(STR)),
+                "variant": optional(nullable(STR)), "policy": optional(nullable(POLICY))}
+
+
+def parse_path(text: str, source: str = "<path>") -> PathFile:
+    """Actions from ``explore --json``/``prove --path-out`` output, a JSON list, or one action per line.
+
+    Lines (``explore``'s numbered list pastes as it is: ``  2. admit(0)   r0: prefill``) follow the
+    readers' rules (:mod:`flightcheck.checks.inputs`); ``#`` starts a comment and a line holding only a
+    comment is skipped. Raises :class:`~flightcheck.checks.inputs.InputError` naming the source, the
+    line and the field of anything that is not a path.
+    """
+    stripped = text.strip()
+    one_line = 1 if "\n" not in stripped else None
+    if stripped.startswith("{"):
+        obj = parse_json(stripped, source, one_line)
+        found = check_fields(obj, _PATH_FIELDS)
+        if found is not None:
+            raise InputError(source, one_line, found[0], found[1])
+        if not obj.get("counterexample"):
+            raise InputError(source, one_line, "counterexample", "no actions (did the exploration find a "
+                             "violation? only a violated property's output has a counterexample)")
+        meta = {k: obj[k] for k in ("scenario", "policy", "variant") if obj.get(k) is not None}
+        actions, field = list(obj["counterexample"]), "counterexample"
+        places = [(one_line, f"{field}[{n}]") for n in range(len(actions))]
+    elif stripped.startswith("["):
+        found = list_of(STR).problem(obj := parse_json(stripped, source, one_line))
+        if found is not None:
+            raise InputError(source, one_line, f"item {found[0][1:-1]}" if found[0] else None, found[1])
+        if not obj:
+            raise InputError(source, one_line, None, "the list holds no actions")
+        meta, actions = {}, obj
+        places = [(one_line, f"item {n}") for n in range(len(actions))]
     else:
-        actions = [line.split("#")[0].strip() for line in text.splitlines()]
-        actions = [a.split(". ", 1)[-1].split()[0] for a in actions if a]
-    for n, a in enumerate(actions, 1):
+        meta, actions, places = {}, [], []
+        for number, line in record_lines(text.split("\n"), source, "actions, one per line"):
+            words = line.split("#")[0].split()
+            if not words:
+                continue  # a comment line
+            actions.append(words[1] if len(words) > 1 and words[0].rstrip(".").isdecimal() else words[0])
+            places.append((number, None))
+        if not actions:
+            raise InputError(source, None, None, "holds only comments, no actions")
+    path = PathFile(actions, places, meta)
+    for n, a in enumerate(actions):
         try:
             parse_action(a)
         except ValueError as error:
-            raise ValueError(f"action {n}: {error}") from None
-    return list(actions), meta
+            raise path.error(source, n, str(error)) from None
+    return path
+
+
+def load_path(text: str) -> tuple[list[str], dict[str, Any]]:
+    """The actions and metadata (scenario, policy, variant) of :func:`parse_path`.
+
+    Raises :class:`~flightcheck.checks.inputs.InputError` (a ValueError) naming what is wrong.
+    """
+    path = parse_path(text)
+    return path.actions, path.meta
+
+
+def read_path(file: str | os.PathLike[str]) -> PathFile:
+    """:func:`parse_path` of a file, read as UTF-8 (a bad byte names its line)."""
+    return parse_path("\n".join(read_lines(file, "actions")), str(file))
+
+
+def path_problem(actions: list[str], scenario: Scenario, policy: Policy | None = None, *,
+                 spec_class: type = FlightSpec) -> tuple[int, str] | None:
+    """``(index, why)`` of the first action that is not a step of the spec from the path's start, or None.
+
+    What :func:`replay` would report as "the path is not a run of it", found before any engine runs, so
+    that a path of the wrong scenario, policy or variant is bad input rather than an engine's departure.
+    """
+    policy = policy or scenario.policy
+    spec = spec_class(scenario.with_options(aborts=True, notifications=True, eviction=True), policy)
+    instances = set(spec.actions)
+    state = spec.initial()
+    for n, text in enumerate(actions):
+        action = parse_action(text)
+        if action not in instances:
+            top = max((a.arg for a in spec.actions if a.name == action.name), default=None)
+            return n, f"{action} is not an action of this scenario" + \
+                ("" if top is None else f" ({action.name} takes 0 to {top} here)")
+        if not spec.guard(state, action):
+            return n, f"{action} is not enabled in the spec after the path's first {n} action(s): the path " \
+                      "is not a run of the spec"
+        state = spec.apply(state, action)
+    return None
 
 
 class _Driver:
