@@ -16,6 +16,7 @@ import importlib
 import json
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 from typing import Callable
 
@@ -47,26 +48,40 @@ STAGES: list[tuple[str, str, bool]] = [
 ]
 
 
-def _load(path: str) -> Callable[[bool], list[Row]]:
+def _load(path: str) -> Callable[..., list[Row]]:
     module, _, name = path.partition(":")
     return getattr(importlib.import_module(module), name)
 
 
-def run_suite(*, as_json: bool = False, quick: bool = False) -> bool:
-    """Run every stage, print the summary (or JSON), and return True when everything passed."""
+def run_suite(*, as_json: bool = False, quick: bool = False, budget: float | None = None, model: str = "tiny",
+              record: bool = False, save_dir: Path | None = None, stages: list[str] | None = None) -> bool:
+    """Run every stage (or those named), print the summary (or JSON), and return True when everything
+    passed. ``record`` writes this run's figures as the expected ones (after a change that is meant)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from flightcheck.checks.cli.expect import Expectations
+    from flightcheck.checks.cli.stages import Context
+
     console = Console(stderr=as_json)
     if not console.is_terminal:
         console.width = max(console.width, 150)  # a log file gets whole lines, not wrapped cells
+    ctx = Context(quick=quick, expect=Expectations() if record else Expectations.load(), budget=budget, model=model,
+                  save_dir=save_dir or Path("."))
+    todo = [(s, p) for s, p, needs_model in STAGES if not (quick and needs_model) and (stages is None or s in stages)]
     rows: list[Row] = []
-    for stage, path, needs_model in STAGES:
-        if quick and needs_model:
-            continue
-        t = time.perf_counter()
-        with console.status(f"running {stage} ..."):
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} stages"),
+                  TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal) as progress:
+        task = progress.add_task("flightcheck check", total=len(todo))
+        for stage, path in todo:
+            progress.update(task, description=f"running {stage}")
+            t = time.perf_counter()
             try:
-                rows += _load(path)(quick)
+                rows += _load(path)(ctx)
             except Exception as e:  # a broken stage is a failed row, never a silent pass
                 rows.append(Row(stage, "(stage)", False, f"{type(e).__name__}: {e}", time.perf_counter() - t))
+            progress.advance(task)
+    if record:
+        ctx.expect.save()
     ok = all(r.ok for r in rows)
     if as_json:
         print(json.dumps({"verdict": "ok" if ok else "failed", "rows": [asdict(r) for r in rows]}))
@@ -77,6 +92,13 @@ def run_suite(*, as_json: bool = False, quick: bool = False) -> bool:
     for r in rows:
         table.add_row(r.stage, r.item, "[green]ok[/]" if r.ok else "[bold red]FAIL[/]", r.detail, f"{r.seconds:.1f}")
     console.print(table)
+    for r in rows:
+        report = r.evidence.get("report") or (r.evidence.get("failure") or {}).get("report")
+        if not r.ok and report:
+            console.print(f"[bold red]{r.stage} {r.item}[/]:")
+            console.print(report, markup=False, highlight=False)
     failed = sum(not r.ok for r in rows)
     console.print(f"[{'green' if ok else 'bold red'}]{len(rows) - failed} passed, {failed} failed[/]")
+    if record:
+        console.print("recorded this run's figures as the expected ones: checks/cli/expectations.json")
     return ok

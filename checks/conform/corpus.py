@@ -41,7 +41,7 @@ class CorpusEntry:
     traces: list[list[str]] = field(default_factory=list)  # the spec actions each program's run took when kept
     num_edges: int = 0
     num_covered: int = 0
-    missed: dict[str, int] = field(default_factory=dict)  # unvisited edges by action name
+    missed: dict[str, int] = field(default_factory=dict)  # unvisited edges by the rule that explains them
 
     @property
     def key(self) -> str:
@@ -127,12 +127,17 @@ def build(scenario: str, policy: dict[str, Any], *, seconds: float = 60.0, seed:
             misses = 0
         else:
             misses += 1
-    missed: dict[str, int] = {}
-    for u, v in all_edges - covered:
-        for a in {x.split("(")[0] for x in graph[u][v]["actions"]}:
-            missed[a] = missed.get(a, 0) + 1
     return CorpusEntry(scenario, dict(policy), kept, traces, len(all_edges), len(covered),
-                       dict(sorted(missed.items(), key=lambda kv: -kv[1])))
+                       missed_by_reason(graph, covered, FlightSpec(scn)))
+
+
+def missed_by_reason(graph: Any, covered: set, spec: Any) -> dict[str, int]:
+    """How many of the graph's edges the runs missed, by the step-loop rule that explains each
+    (:mod:`flightcheck.checks.conform.reach`), most first."""
+    from flightcheck.checks.conform.reach import explain_missed
+
+    counts = {rule: len(edges) for rule, edges in explain_missed(graph, covered, spec).items()}
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def replay(entry: CorpusEntry, model: str = "tiny") -> tuple[RunOutcome | None, list[str], set]:
@@ -180,7 +185,7 @@ def grid() -> list[tuple[str, dict[str, Any]]]:
 
 def _build_one(args: tuple) -> CorpusEntry:
     name, policy, seconds, seed = args
-    import flightcheck.impl  # noqa: F401  (the fast BLAS before anything imports MLX, in a fresh process)
+    import flightcheck.impl  # noqa: F401 -- the fast BLAS before anything imports MLX, in a fresh process
     return build(name, policy, seconds=seconds, seed=seed)
 
 

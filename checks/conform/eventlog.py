@@ -64,12 +64,15 @@ def read_events(path: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None]
     return events, header
 
 
-def validate_events(events: Iterable[dict[str, Any]], policy: Policy, *, scenario: Scenario | None = None,
+def validate_events(events: Iterable[dict[str, Any]], policy: Policy, *, num_pages: int | None = None,
+                    context: int | None = None, scenario: Scenario | None = None,
                     spec_class: type = FlightSpec) -> ValidationReport:
     """Validate a whole event log offline (no engine state: guards, details and properties).
 
-    The decode bound of each request is its ``max_tokens - 1`` when the arrive event carries
-    ``max_tokens``, else the number of decode events it has in the log. Every event is checked against
+    ``num_pages`` (the header's pool) models the engine's memory exactly; without it (an older log) the
+    cache may lose unreferenced pages at any time. The decode bound of each request is its
+    ``max_tokens - 1`` (cut at the ``context``) when the arrive event carries ``max_tokens``, else the
+    number of decode events it has in the log. Every event is checked against
     the schema before the spec sees any: a malformed one raises
     :class:`~flightcheck.checks.inputs.InputError` naming the event's number (``event 3, field
     'num_tokens': ...``); the report is about well-formed logs only.
@@ -81,12 +84,16 @@ def validate_events(events: Iterable[dict[str, Any]], policy: Policy, *, scenari
     for ev in events:
         if ev["action"] == "decode":
             decodes[ev["request"]] = decodes.get(ev["request"], 0) + 1
-    tracker = SpecTracker(policy, scenario=scenario, spec_class=spec_class)
+    options = {} if num_pages is not None or scenario is not None else {"eviction": True}
+    tracker = SpecTracker(policy, scenario=scenario, spec_class=spec_class, num_pages=num_pages, options=options)
     validator = TraceValidator(tracker)
     for num, ev in enumerate(events, 1):
         name = ev["action"]
         if name == "arrive":
-            ev = dict(ev, num_decode=ev["max_tokens"] - 1 if "max_tokens" in ev else decodes.get(ev["request"], 0))
+            bound = ev["max_tokens"] - 1 if "max_tokens" in ev else decodes.get(ev["request"], 0)
+            if context is not None:
+                bound = min(bound, context - ev["num_tokens"])
+            ev = dict(ev, num_decode=bound)
         try:
             validator.feed(ev)
         except ConformanceError as error:

@@ -47,7 +47,7 @@ def random_setup(rng: random.Random, *, fixed: dict | None = None) -> Setup:
     for t in range(rng.randint(1, 4)):
         c = t % len(shapes)
         tokens = tuple(class_tokens(c, shapes[c], 256))
-        templates.append(Template(tokens, rng.randint(1, 4), f"{chr(65 + c)}:{len(tokens)}"))
+        templates.append(Template(tokens, rng.randint(1, 4), f"P{c}:{len(tokens)}"))
     lifetime = max(lifetime_pages(len(t.tokens), t.max_tokens) for t in templates)
     config = {
         "coordination": coordination, "release": rng.choice(RELEASES), "publication": rng.choice(PUBLICATIONS),
@@ -112,7 +112,7 @@ def scenario_setup(rng: random.Random, name: str, policy: dict | None = None) ->
             tokens, max_tokens = request_tokens(r, r.tail_tokens), r.num_decode + 1
         else:
             tokens, max_tokens = request_tokens(r, tails[r.cls]), rng.randint(1, r.num_decode + 1)
-        templates.append(Template(tuple(tokens), max_tokens, f"{chr(65 + scn.classes.index(r.cls))}:{len(tokens)}"))
+        templates.append(Template(tuple(tokens), max_tokens, f"P{scn.classes.index(r.cls)}:{len(tokens)}"))
     lifetimes = [lifetime_pages(len(t.tokens), t.max_tokens) for t in templates]
     roomy = sum(lifetimes) + sum(r.num_shareable for r in scn.requests) + 2
     if scn.has_pool:

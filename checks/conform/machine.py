@@ -71,7 +71,7 @@ class EngineConformance(RuleBasedStateMachine):
         for t in range(d(st.integers(1, 4), "templates")):
             c = t % len(shapes)
             tokens = tuple(class_tokens(c, shapes[c], 256))
-            templates.append(Template(tokens, d(st.integers(1, 4), f"max_tokens{t}"), f"{chr(65 + c)}:{len(tokens)}"))
+            templates.append(Template(tokens, d(st.integers(1, 4), f"max_tokens{t}"), f"P{c}:{len(tokens)}"))
         lifetime = max(lifetime_pages(len(t.tokens), t.max_tokens) for t in templates)
         config = {
             "coordination": coordination,

@@ -137,8 +137,9 @@ class ProgramRun:
             self.monitor.tracker.next_index = t  # scenario-bound: template t is spec request t
         self.arrived.add(t)
         params = SamplingParams(temperature=temperature, seed=seed, max_tokens=tpl.max_tokens)
+        self.rules.append(describe_op(("arrive", t, temperature, seed)))  # first: it shows even if the arrival breaks
         rid = self._guard("arrive", lambda: self.engine.add_request(list(tpl.tokens), params))
-        self.rules.append(f"{describe_op(('arrive', t, temperature, seed))} -> request {rid}")
+        self.rules[-1] += f" -> request {rid}"
         return True
 
     def _op_step(self, n: int) -> bool:

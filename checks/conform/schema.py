@@ -32,7 +32,7 @@ from typing import Any
 
 from flightcheck.checks.inputs import (BOOL, COUNT, INT, POSITIVE, SECONDS, STR, Field, InputError, check_fields,
                                        list_of, nullable, one_of, optional, record, required)
-from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES
+from flightcheck.spec.scenario import COORDINATIONS, LEADER_LOSSES, PUBLICATIONS, RELEASES
 
 # A published page as the engine logs it (publish's "pages", finish's "published").
 PAGE = record({"index": required(COUNT), "key": required(STR)})
@@ -47,18 +47,23 @@ COMMON_FIELDS: dict[str, Field] = {
 # --- the table: one row per action of the engine's vocabulary (impl/events.py ACTIONS) -------------
 EVENT_FIELDS: dict[str, dict[str, Field]] = {
     "arrive": {"request": REQUEST, "role": required(STR), "flight": required(nullable(INT)), "input": required(STR),
-               "num_tokens": required(COUNT), "t": optional(SECONDS), "max_tokens": optional(POSITIVE)},
+               "num_tokens": required(POSITIVE), "t": optional(SECONDS), "max_tokens": optional(POSITIVE),
+               "lifetime_pages": optional(POSITIVE), "page_keys": optional(list_of(STR))},
     "admit": {"request": REQUEST, "hit_pages": required(COUNT), "recovered_tokens": optional(COUNT)},
     "prefill": {"request": REQUEST, "num_units": required(COUNT), "first_token": required(BOOL),
                 "first_page": optional(COUNT), "num_tokens": optional(COUNT)},
     "publish": {"request": REQUEST, "pages": required(list_of(PAGE))},
     "release": {"flight": required(INT), "followers": required(list_of(INT)), "reason": required(STR),
-                "leader": optional(nullable(INT))},
+                "leader": required(INT)},
+    "promote": {"flight": required(INT), "leader": required(INT), "previous": required(INT),
+                "followers": required(list_of(INT))},
     "decode": {"request": REQUEST, "token": optional(INT)},
     "finish": {"request": REQUEST, "published": required(list_of(PAGE)), "reason": optional(STR)},
     "evict": {"key": required(STR), "page_id": optional(INT), "index": optional(COUNT)},
     "abort": {"request": REQUEST, "phase": required(STR)},
     "notify": {"request": REQUEST, "accepted": optional(BOOL), "error": optional(STR)},
+    "expire": {"request": REQUEST, "flight": required(INT), "leader": required(INT)},
+    "fail": {"request": REQUEST, "phase": required(STR), "error": optional(STR)},
 }
 
 # --- the header line's policy: the knobs a log was run under (spec.scenario.Policy's fields) --------
@@ -66,11 +71,16 @@ POLICY_FIELDS: dict[str, Field] = {
     "coordination": optional(one_of(*COORDINATIONS)),
     "release": optional(one_of(*RELEASES)),
     "publication": optional(one_of(*PUBLICATIONS)),
+    "leader_loss": optional(one_of(*LEADER_LOSSES)),
+    "prefix_caching": optional(BOOL),
     "capacity": optional(POSITIVE),
     "chunk": optional(POSITIVE),
 }
 POLICY = record(POLICY_FIELDS, closed=True)  # an unknown knob cannot be validated: an error, not ignored
-HEADER_FIELDS: dict[str, Field] = {"policy": required(POLICY), "model": optional(nullable(STR))}
+POOL = record({"num_pages": required(POSITIVE), "page_size": optional(POSITIVE)})
+HEADER_FIELDS: dict[str, Field] = {"policy": required(POLICY), "model": optional(nullable(STR)),
+                                   "pool": optional(POOL), "follower_wait_bound": optional(nullable(POSITIVE)),
+                                   "context": optional(nullable(POSITIVE))}
 
 # --- rules across events: (action, key field, field): events of that action with the same key carry
 # the same value of the field (an input key names whole token ids, so one key has one length) ---------

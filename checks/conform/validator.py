@@ -85,7 +85,8 @@ class TraceValidator:
             if self.engine is not None:
                 tr.observe_arrival(event, self.engine)
             else:
-                i = tr.arrive(event["request"], event["input"], event["num_tokens"], event.get("num_decode", 0))
+                i = tr.arrive(event["request"], event["input"], event["num_tokens"], event.get("num_decode", 0),
+                              page_keys=event.get("page_keys"))
                 before = tr.state
                 tr.apply_arrival(i)
             action = tr.last_action
