@@ -1,0 +1,1 @@
+"""The seed's experiments as `flightcheck bench`."""
