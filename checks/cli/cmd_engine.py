@@ -63,7 +63,8 @@ def register(app: typer.Typer) -> None:
         events: Optional[str] = typer.Option(None, help="write the engine's event log (JSON lines) here"),
         monitor: bool = typer.Option(False, help="check every event against the spec as the server runs "
                                      "(keeps every request's record: for validation runs)"),
-        history: int = typer.Option(256, help="finished requests whose records and events are kept in memory"),
+        history: int = typer.Option(256, help="finished requests whose records are kept in memory"),
+        event_history: int = typer.Option(100_000, help="engine events kept in memory (the --events file has all)"),
         max_body_bytes: int = typer.Option(1 << 20, help="request bodies above this are refused (413) unread"),
         body_timeout: float = typer.Option(30.0, help="seconds for a request body to arrive (else 408)"),
         header_timeout: float = typer.Option(10.0, help="seconds for a request's headers (else the connection closes)"),
@@ -81,8 +82,8 @@ def register(app: typer.Typer) -> None:
             raise usage_error(f"--model must be smollm2 or tiny, got {model!r}")
         if not 0 <= port <= 65535:
             raise usage_error(f"--port must be in 0..65535, got {port}")
-        if history < 0:
-            raise usage_error(f"--history must be >= 0, got {history}")
+        if history < 0 or event_history < 0:
+            raise usage_error(f"--history and --event-history must be >= 0, got {history} and {event_history}")
         from flightcheck.impl.config import EngineConfig
         from flightcheck.impl.server import Limits, Server
 
@@ -93,7 +94,7 @@ def register(app: typer.Typer) -> None:
         except (InvalidConfigError, ValueError) as error:
             raise usage_error(str(error)) from None
         kept = None if monitor else history
-        engine = load_engine(model, config, events, kept)
+        engine = load_engine(model, config, events, None if monitor else event_history)
         if monitor:
             attach_monitor(engine)
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s: %(message)s")

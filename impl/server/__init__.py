@@ -52,6 +52,9 @@ class _Uvicorn(uvicorn.Server):
         # Why first: a stream waiting for tokens would otherwise hold the graceful shutdown open.
         self.engine_loop.begin_close()
         await super().shutdown(sockets)
+        # Why: uvicorn re-raises a captured SIGINT/SIGTERM after shutting down (a KeyboardInterrupt, or
+        # death by SIGTERM before the caller's clean-up); the shutdown is complete, so return instead.
+        self._captured_signals.clear()
 
 
 class Server:

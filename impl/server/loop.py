@@ -153,7 +153,8 @@ class EngineLoop:
         """Aborts a request if it is still live (a client went away); never blocks, never raises."""
 
         def abort(engine: Engine) -> None:
-            self._sinks.pop(request_id, None)
+            # Why the sink stays: its final item (finish reason "abort") is delivered right after this
+            # command, like any other end, whether or not anyone still reads it.
             try:
                 engine.abort(request_id)
             except UnknownRequestError:
