@@ -269,8 +269,8 @@ class _Reply:
         try:
             while True:
                 item: Delivery = await out.get()
-                if item.tokens:
-                    self.token_ids.extend(item.tokens)
+                self.token_ids.extend(item.tokens)
+                if item.tokens and not item.is_final:
                     text = self._new_text(None)
                     yield _sse(self._envelope([self._choice(text, list(item.tokens), None, delta=True)]))
                 if item.error is not None:
@@ -287,7 +287,7 @@ class _Reply:
                                               "param": None, "code": 500}})
                         return
                     text = self._new_text(result.text if result.text is not None else None)
-                    last = self._choice(text, [], _finish(result.finish_reason), delta=True)
+                    last = self._choice(text, list(item.tokens), _finish(result.finish_reason), delta=True)
                     yield _sse(self._envelope([last], flightcheck=self._extension(result)))
                     options = self.body.stream_options
                     if options is not None and options.include_usage:

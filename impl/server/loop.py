@@ -240,12 +240,15 @@ class EngineLoop:
             tokens = request.output_token_ids
             if request.finish_reason == "eos":
                 tokens = tokens[:-1]
-            if len(tokens) > sink.num_sent:
-                sink.put(Delivery(tokens=tuple(tokens[sink.num_sent:])))
-                sink.num_sent = len(tokens)
+            new = tuple(tokens[sink.num_sent:])
+            sink.num_sent = len(tokens)
             if not request.phase.is_live:
+                # Why one item: a stop string is found in the step of its last token, and the reply must
+                # see the end with those tokens, or it would stream text the stop string cuts off.
                 del self._sinks[request_id]
-                sink.put(Delivery(result=self.engine.result(request_id)))
+                sink.put(Delivery(tokens=new, result=self.engine.result(request_id)))
+            elif new:
+                sink.put(Delivery(tokens=new))
         self._collect_finished()
 
     def _collect_finished(self) -> None:
