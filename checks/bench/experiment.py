@@ -72,8 +72,8 @@ class Experiment:
     plot: list[tuple[str, str]]           # (metric key, axis label) of the PNG's panels
     run: Callable[..., dict[str, Any]]
     seed: str                             # what the seed published, for the side-by-side
-    over_http: bool = True                # whether --server can run it
     cell_name: str = "N"
+    plot_together: bool = False           # the plotted metrics as bars of one panel (same unit)
 
     def cells(self, sizes: Sizes) -> list[int | None]:
         return list(sizes.counts) or [None]

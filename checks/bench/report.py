@@ -82,6 +82,8 @@ def plot(result: ExperimentResult, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     exp = result.experiment
+    if exp.plot_together:
+        return _plot_together(result, path, plt)
     cells = list(dict.fromkeys(row["cell"] for row in result.rows))
     configs = list(dict.fromkeys(row["config"] for row in result.rows))
     fig, axes = plt.subplots(1, len(exp.plot), figsize=(5.2 * len(exp.plot), 3.8), squeeze=False)
@@ -99,6 +101,25 @@ def plot(result: ExperimentResult, path: Path) -> Path:
     axes[0][0].legend(fontsize=8)
     fig.suptitle(f"{exp.name}: {exp.title}\n{result.sizes.prompt_tokens}-token prompt, {result.sizes.max_tokens} "
                  f"output tokens, median of {result.repeats}; {result.mode}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _plot_together(result: ExperimentResult, path: Path, plt: Any) -> Path:
+    """One panel: a bar per plotted metric (same unit), for each configuration."""
+    exp = result.experiment
+    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    for row in result.rows:
+        labels = [label for _, label in exp.plot]
+        bars = ax.bar(labels, [row["metrics"].get(key) or 0 for key, _ in exp.plot], 0.5,
+                      label=row["config"], color=["tab:gray", "tab:blue", "tab:orange"][:len(labels)])
+        ax.bar_label(bars, fmt="%.0f", fontsize=8)
+    ax.set_ylabel("TTFT (ms)")
+    ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(f"{exp.name}: {exp.title}\n{result.sizes.prompt_tokens}-token prompt, median of {result.repeats}; "
+                 f"{result.mode}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -12,7 +12,7 @@ For example::
     >>> options = config_parameters(EngineConfig, {"num_pages": 1024})
     >>> [p.name for p in options][:3]
     ['coordination', 'release', 'publication']
-    >>> options[6].default.default                       # num_pages, the serve default
+    >>> {p.name: p.default.default for p in options}["num_pages"]    # the serve default
     1024
     >>> build_config(EngineConfig, {"release": "on-completion", "other": 1}).release
     'on-completion'
@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
+import types
 import typing
 from typing import Any, Callable, Optional
 
@@ -46,13 +47,22 @@ def config_parameters(cls: type, defaults: dict[str, Any] | None = None) -> list
     for field in dataclasses.fields(cls):
         kind = hints[field.name]
         default = (defaults or {}).get(field.name, field.default)
-        if typing.get_origin(kind) in (typing.Union, getattr(__import__("types"), "UnionType")):
+        if typing.get_origin(kind) in (typing.Union, types.UnionType):
             args = [a for a in typing.get_args(kind) if a is not type(None)]
-            kind = Optional[args[0]]
+            kind = Optional[_plain(args[0])]
+        else:
+            kind = _plain(kind)
         option = typer.Option(default, help=helps.get(field.name, field.name.replace("_", " ")),
                               rich_help_panel="Engine policy (EngineConfig)")
         params.append(inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind))
     return params
+
+
+def _plain(kind: Any) -> Any:
+    """A type typer reads: ``Literal[...]`` of strings becomes ``str`` (the dataclass checks the value)."""
+    if typing.get_origin(kind) is typing.Literal:
+        return type(typing.get_args(kind)[0])
+    return kind
 
 
 def build_config(cls: type, values: dict[str, Any]) -> Any:
