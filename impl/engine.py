@@ -60,7 +60,8 @@ class Engine:
     """A paged-KV, prefix-caching, single-flight LLM engine over a ``ModelRunner``."""
 
     def __init__(self, runner, tokenizer: TextCodec | None = None, config: EngineConfig | None = None, *,
-                 eos_token_ids: Sequence[int] = (), event_log_path: str | None = None, model_name: str = "custom") -> None:
+                 eos_token_ids: Sequence[int] = (), event_log_path: str | None = None, model_name: str = "custom",
+                 event_history: int | None = None) -> None:
         self.config = config or EngineConfig(num_pages=runner.num_pages)
         if self.config.num_pages != runner.num_pages:
             raise InvalidConfigError(f"config.num_pages is {self.config.num_pages} but the runner's pools hold "
@@ -78,7 +79,7 @@ class Engine:
             "pool": {"num_pages": cfg.num_pages, "page_size": runner.page_size},
             "follower_wait_bound": cfg.follower_wait_bound, "context": self.context,
             "model": model_name,
-        })
+        }, keep=event_history)
         self.scheduler = Scheduler(runner, self.config, self.events, eos_token_ids=frozenset(eos_token_ids),
                                    detokenize=tokenizer.decode if tokenizer is not None else None)
         self._next_request_id = 0
@@ -86,28 +87,32 @@ class Engine:
 
     @classmethod
     def smollm2(cls, config: EngineConfig | None = None, *, path: str | None = None, dequantize: bool | None = None,
-                event_log_path: str | None = None) -> "Engine":
+                event_log_path: str | None = None, event_history: int | None = None, model=None) -> "Engine":
         """The engine over the real SmolLM2-135M (the cached, verified GGUF), its tokenizer and EOS.
-        ``dequantize=None`` lets the loader choose (float32 when the fast BLAS is in effect)."""
+        ``dequantize=None`` lets the loader choose (float32 when the fast BLAS is in effect).
+        ``model``: a ``load_smollm2()`` triple already loaded, so that benchmarks build one engine per
+        configuration over the same weights."""
         from flightcheck.impl.gguf import load_smollm2
         from flightcheck.impl.runner import ModelRunner
 
         config = config or EngineConfig()
-        model, tokenizer, info = load_smollm2(path, dequantize)
+        weights_model, tokenizer, info = model if model is not None else load_smollm2(path, dequantize)
         weights = "float32 (dequantized)" if info.is_dequantized else "4-bit"
-        return cls(ModelRunner(model, num_pages=config.num_pages), tokenizer, config,
+        return cls(ModelRunner(weights_model, num_pages=config.num_pages), tokenizer, config,
                    eos_token_ids=[tokenizer.eos_id], event_log_path=event_log_path,
-                   model_name=f"{info.name}, {weights} weights")
+                   model_name=f"{info.name}, {weights} weights", event_history=event_history)
 
     @classmethod
-    def tiny(cls, config: EngineConfig | None = None, *, seed: int = 0, event_log_path: str | None = None) -> "Engine":
+    def tiny(cls, config: EngineConfig | None = None, *, seed: int = 0, event_log_path: str | None = None,
+             event_history: int | None = None) -> "Engine":
         """The engine over the tiny random-weight model (token-id prompts only; no tokenizer, no EOS)."""
         from flightcheck.impl.runner import ModelRunner
         from flightcheck.impl.tiny import tiny_model
 
         config = config or EngineConfig()
         return cls(ModelRunner(tiny_model(seed), num_pages=config.num_pages), None, config,
-                   event_log_path=event_log_path, model_name=f"tiny random Llama (seed {seed})")
+                   event_log_path=event_log_path, model_name=f"tiny random Llama (seed {seed})",
+                   event_history=event_history)
 
     # --- requests ------------------------------------------------------------------------------
     def add_request(self, prompt: str | Sequence[int], sampling: SamplingParams | dict[str, Any] | None = None) -> int:
@@ -177,6 +182,18 @@ class Engine:
         self._known(request_id)
         self.scheduler.abort(request_id)
 
+    def forget(self, request_id: int) -> None:
+        """Drops a terminated request's record (output, timings), so that a long-running server keeps a
+        bounded history; afterwards ``result`` and ``phase`` raise ``UnknownRequestError`` for it, and so
+        do ``abort``/``notify_termination``, as for any terminated request. A live request raises."""
+        request = self.scheduler.requests.get(request_id)
+        if request is None:
+            raise UnknownRequestError(request_id, "never submitted or already forgotten")
+        if request.phase.is_live:
+            raise EngineError(f"request {request_id} is {request.phase.value}; only a terminated request can be forgotten")
+        # Why nothing else to clean: a terminated request holds no pages and the coordinator has let it go.
+        del self.scheduler.requests[request_id]
+
     def notify_termination(self, request_id: int) -> None:
         """A termination notice from outside: a live request is terminated (as an abort); a notice for an
         ID that was never submitted or already terminated is rejected: logged, raised, nothing changed."""
@@ -230,9 +247,9 @@ class Engine:
         return num_steps
 
     def _step_or_stall(self) -> None:
-        num_events = len(self.events.events)
+        num_events = self.events.num_emitted
         self.step()
-        if len(self.events.events) > num_events:
+        if self.events.num_emitted > num_events:
             self._num_idle_steps = 0
             return
         # Why a margin: a blocked follower may still be counting towards its wait bound.
