@@ -16,7 +16,7 @@ For example::
     >>> ms = generate(src, file="m.py", module="m", operators=("swap_op",))
     >>> [m.id for m in ms]
     ['m.py::f::swap_op::if a < b: => if a <= b:']
-    >>> print(ms[0].diff.splitlines()[3])
+    >>> print(ms[0].diff.splitlines()[4])
     -    if a < b:
 """
 

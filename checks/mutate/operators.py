@@ -14,7 +14,7 @@ For example::
     >>> [cst.Module([]).code_for_node(n) for n in OPERATORS["swap_op"].mutate(node)]
     [' <= b']
     >>> sorted(DEFAULT_OPERATORS)[:3]
-    ['arg_removal', 'augassign', 'break_continue']
+    ['augassign', 'break_continue', 'delete']
 """
 
 from __future__ import annotations
