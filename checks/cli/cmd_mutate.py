@@ -55,7 +55,8 @@ def register(app: typer.Typer) -> None:
         timeout: Optional[float] = typer.Option(None, min=1, help="Seconds per mutant before it counts as killed "
                                                 "by timeout (default: 20x the baseline, at least 120)."),
         sample: Optional[int] = typer.Option(None, min=1, help="Run a random subset of this many mutants."),
-        seed: int = typer.Option(0, help="Seed of --sample."),
+        seed: int = typer.Option(0, help="Seed of --sample and of the order mutants run in (shuffled, so "
+                                 "an interrupted run's results.jsonl is a uniform random sample)."),
         ids: Optional[list[str]] = typer.Option(None, "--id", help="Run only this mutant (repeatable)."),
         operator: Optional[list[str]] = typer.Option(None, "--operator", help="Use only this operator (repeatable)."),
         no_skip: Optional[list[str]] = typer.Option(None, "--no-skip", help="Run the mutants of this skip rule too."),
@@ -71,6 +72,9 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON object."),
         out: Optional[Path] = typer.Option(None, "--out", help="Write report.md, results.json (and results.jsonl "
                                            "as mutants finish) into this folder."),
+        from_results: Optional[Path] = typer.Option(None, "--from-results", help="Run nothing: report the outcomes "
+                                                    "saved in a results.json or an interrupted run's results.jsonl "
+                                                    "against today's mutants and equivalence file."),
     ) -> None:
         """Mutate the engine (coordinator, scheduler, page pool), run the check stages on each mutant in its
         own process, and report the mutation score, every survivor as a diff, and what killed the rest."""
@@ -96,6 +100,11 @@ def register(app: typer.Typer) -> None:
             raise usage_error(str(e)) from None
         if list_only:
             _list(p, as_json, console)
+            return
+        if from_results is not None:
+            _report_saved(p, from_results, out, as_json, console, min_score,
+                          {"files": [t.file for t in targets], "operators": list(ops),
+                           "equivalence_file": str(equivalent or DEFAULT_PATH)})
             return
         stages = tuple(_check_stage(s) for s in (stage or ENGINE_STAGES))
         opts = RunOptions(stages=stages, quick=quick, jobs=jobs, timeout=timeout)
@@ -133,7 +142,7 @@ def register(app: typer.Typer) -> None:
                                   f"{escape(mutant.id)}[/]", highlight=False, soft_wrap=True)
 
         try:
-            outcomes = run_mutants(p.to_run, p.paths, opts, per_mutant, on_outcome)
+            outcomes = run_mutants(p.to_run, p.paths, opts, per_mutant, on_outcome, seed=seed)
         finally:
             if log is not None:
                 log.close()
@@ -156,6 +165,42 @@ def register(app: typer.Typer) -> None:
         value = record["score"]["score"]
         if min_score is not None and value is not None and value < min_score:
             raise typer.Exit(1)
+
+
+def _report_saved(p, path: Path, out: Optional[Path], as_json: bool, console: Console, min_score: Optional[float],
+                  meta: dict) -> None:
+    """Re-score saved outcomes: those of mutants that still exist and are neither skipped nor equivalent now."""
+    from flightcheck.checks.mutate.report import build_record, format_markdown, print_summary
+    from flightcheck.checks.mutate.results import Outcome
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".jsonl":
+            entries, saved_meta = [json.loads(line) for line in text.splitlines() if line.strip()], {}
+        else:
+            record = json.loads(text)
+            entries, saved_meta = record["mutants"], record.get("meta", {})
+        saved = {e["id"]: Outcome.from_json(e) for e in entries if e["status"] not in ("skipped", "equivalent")}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise usage_error(f"--from-results {path}: not a results.json or results.jsonl of flightcheck mutate ({e})") from None
+    outcomes = [saved[m.id] for m in p.to_run if m.id in saved]
+    current = {m.id for m in p.mutants}
+    meta = dict(saved_meta, **meta, source=str(path), not_run=len(p.to_run) - len(outcomes),
+                stale_results=sum(i not in current for i in saved))
+    meta.setdefault("seconds", round(sum(o.seconds for o in outcomes), 1))
+    p.to_run = [m for m in p.to_run if m.id in saved]
+    record = build_record(p, outcomes, meta)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        (out / "report.md").write_text(format_markdown(record), encoding="utf-8")
+    if as_json:
+        print(json.dumps(record))
+    else:
+        print_summary(record, console)
+    value = record["score"]["score"]
+    if min_score is not None and value is not None and value < min_score:
+        raise typer.Exit(1)
 
 
 def _list(p, as_json: bool, console: Console) -> None:

@@ -90,7 +90,9 @@ def format_markdown(record: dict[str, Any]) -> str:
              f"- stages: {', '.join(meta.get('stages', []))} (quick={meta.get('quick')})",
              f"- files: {', '.join(meta.get('files', []))}; operators: {', '.join(meta.get('operators', []))}",
              f"- mutants: {meta['generated']} generated, {meta['run']} run, {sc['skipped']} skipped up front, "
-             f"{sc['equivalent']} recorded equivalent",
+             f"{sc['equivalent']} recorded equivalent"
+             + (f"; {meta['not_run']} not run (an interrupted run: the ones run are a uniform random sample)"
+                if meta.get("not_run") else ""),
              f"- time: {meta.get('seconds', 0):.0f} s with {meta.get('jobs')} jobs (baseline "
              f"{meta.get('baseline_seconds', 0):.1f} s, timeout {meta.get('timeout', 0):.0f} s per mutant)", "",
              f"**Mutation score: {_score_text(sc['score'])}** ({sc['killed']} killed / "

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -129,15 +130,19 @@ def run_mutant(mutant: Mutant, path: str, opts: RunOptions, timeout: float) -> O
 
 
 def run_mutants(mutants: list[Mutant], paths: dict[str, str], opts: RunOptions, timeout: float,
-                on_outcome: Callable[[Mutant, Outcome], None] | None = None) -> list[Outcome]:
+                on_outcome: Callable[[Mutant, Outcome], None] | None = None, seed: int | None = 0) -> list[Outcome]:
     """Run ``mutants`` ``opts.jobs`` at a time; outcomes in the order of ``mutants``.
 
     ``paths`` maps a module name to its file (the name tracebacks show); ``on_outcome`` is called as
-    each mutant finishes (progress, an incremental log).
+    each mutant finishes (progress, an incremental log). They run in an order shuffled by ``seed``
+    (None: in the given order), so the mutants an interrupted run finished are a uniform random sample.
     """
+    order = list(mutants)
+    if seed is not None:
+        random.Random(seed).shuffle(order)
     outcomes: dict[str, Outcome] = {}
     with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
-        futures = {pool.submit(run_mutant, m, paths[m.module], opts, timeout): m for m in mutants}
+        futures = {pool.submit(run_mutant, m, paths[m.module], opts, timeout): m for m in order}
         for future in as_completed(futures):
             mutant = futures[future]
             outcome = future.result()

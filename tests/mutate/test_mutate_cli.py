@@ -129,4 +129,21 @@ def test_a_malformed_equivalence_file_is_named_and_refused(text, message):
 def test_bad_arguments_are_exit_2_with_a_message(args, message):
     r = CliRunner().invoke(app, ["mutate", *args, "--no-baseline"])
     assert r.exit_code == 2, r.output
-    assert message in r.output
+    assert message in " ".join(r.output.split())
+
+
+def test_saved_results_are_rescored_against_todays_equivalence_file(tmp_path):
+    r = _invoke("--stage", PASS, "--id", ADD, "--id", INDEX, "--out", str(tmp_path / "run"), "--no-baseline")
+    assert r.exit_code == 0, r.output
+    eq = tmp_path / "eq.toml"
+    eq.write_text(f'[[equivalent]]\nid = "{INDEX}"\nreason = "shown equivalent after the run"\n')
+    for saved in ("results.json", "results.jsonl"):
+        r = _invoke("--from-results", str(tmp_path / "run" / saved), "--equivalent", str(eq), "--json")
+        assert r.exit_code == 0, r.output
+        record = json.loads(r.output.strip().splitlines()[-1])
+        assert (record["score"]["survived"], record["score"]["equivalent"]) == (1, 1)
+        assert record["meta"]["not_run"] == len(plan([resolve_target("impl/coordinator.py")]).to_run) - 2
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    r = _invoke("--from-results", str(bad))
+    assert r.exit_code == 2 and "not a results.json or results.jsonl" in " ".join(r.output.split())
