@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import asdict
 from typing import Any
 
 from flightcheck.checks.mutate.hook import MutantFinder
@@ -58,7 +59,6 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         t = time.perf_counter()
         try:
             stage = _load(path)
-            from dataclasses import asdict
             rows += [asdict(r) for r in stage(job["quick"])]
         except Exception as error:  # a broken stage is a failed row, as in `check`
             rows.append({"stage": stage_label(path), "item": "(stage)", "ok": False,
