@@ -57,6 +57,7 @@ class Outcome:
 
     @property
     def is_killed(self) -> bool:
+        """Whether a failed row, a crash or the timeout killed the mutant."""
         return self.status in KILLED
 
     @property
@@ -66,10 +67,12 @@ class Outcome:
         return min(runs, key=lambda k: k.run_length) if runs else (self.kills[0] if self.kills else None)
 
     def to_json(self) -> dict[str, Any]:
+        """A JSON-ready form."""
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Outcome":
+        """Read back what :meth:`to_json` wrote (extra keys, such as the mutant's own, are ignored)."""
         kills = [Kill(**k) for k in data.get("kills", [])]
         return cls(data["id"], data["status"], data.get("seconds", 0.0), data.get("reason", ""), kills,
                    data.get("imported"))
@@ -87,6 +90,7 @@ class Score:
 
     @property
     def score(self) -> float | None:
+        """killed / (killed + survived); None when nothing was scored."""
         scored = self.killed + self.survived
         return self.killed / scored if scored else None
 

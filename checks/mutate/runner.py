@@ -64,6 +64,7 @@ class WorkerRun:
 
     @property
     def rows(self) -> list[dict[str, Any]]:
+        """The stages' rows (as dicts), empty when the process crashed or timed out."""
         return self.result.get("rows", [])
 
 
