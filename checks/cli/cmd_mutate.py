@@ -86,6 +86,7 @@ def register(app: typer.Typer) -> None:
         from flightcheck.checks.mutate.skips import DEBUG_FUNCTIONS
 
         console = Console(stderr=as_json)
+        stages = tuple(_check_stage(s) for s in (stage or ENGINE_STAGES))
         try:
             targets = [resolve_target(f) for f in (file or DEFAULT_FILES)]
             ops = tuple(operator or DEFAULT_OPERATORS)
@@ -106,7 +107,6 @@ def register(app: typer.Typer) -> None:
                           {"files": [t.file for t in targets], "operators": list(ops),
                            "equivalence_file": str(equivalent or DEFAULT_PATH)})
             return
-        stages = tuple(_check_stage(s) for s in (stage or ENGINE_STAGES))
         opts = RunOptions(stages=stages, quick=quick, jobs=jobs, timeout=timeout)
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
