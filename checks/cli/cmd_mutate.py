@@ -105,7 +105,8 @@ def register(app: typer.Typer) -> None:
         if from_results is not None:
             _report_saved(p, from_results, out, as_json, console, min_score,
                           {"files": [t.file for t in targets], "operators": list(ops),
-                           "equivalence_file": str(equivalent or DEFAULT_PATH)})
+                           "equivalence_file": str(equivalent or DEFAULT_PATH)},
+                          {"stages": list(stages), "quick": quick})
             return
         opts = RunOptions(stages=stages, quick=quick, jobs=jobs, timeout=timeout)
         if out is not None:
@@ -168,7 +169,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _report_saved(p, path: Path, out: Optional[Path], as_json: bool, console: Console, min_score: Optional[float],
-                  meta: dict) -> None:
+                  meta: dict, run_meta: dict) -> None:
     """Re-score saved outcomes: those of mutants that still exist and are neither skipped nor equivalent now."""
     from flightcheck.checks.mutate.report import build_record, format_markdown, print_summary
     from flightcheck.checks.mutate.results import Outcome
@@ -187,7 +188,12 @@ def _report_saved(p, path: Path, out: Optional[Path], as_json: bool, console: Co
     current = {m.id for m in p.mutants}
     meta = dict(saved_meta, **meta, source=str(path), not_run=len(p.to_run) - len(outcomes),
                 stale_results=sum(i not in current for i in saved))
-    meta.setdefault("seconds", round(sum(o.seconds for o in outcomes), 1))
+    if "seconds" not in meta:   # a results.jsonl has no wall time: the mutants' own seconds, summed
+        meta.update(seconds=round(sum(o.seconds for o in outcomes), 1), seconds_summed=True)
+    meta.setdefault("command", "flightcheck mutate " + " ".join(shlex.quote(a) for a in sys.argv[2:]))
+    meta.setdefault("date", datetime.date.today().isoformat())
+    for key, value in run_meta.items():   # what the saved run ran, when a results.jsonl does not say
+        meta.setdefault(key, value)
     p.to_run = [m for m in p.to_run if m.id in saved]
     record = build_record(p, outcomes, meta)
     if out is not None:

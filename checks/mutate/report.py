@@ -93,8 +93,11 @@ def format_markdown(record: dict[str, Any]) -> str:
              f"{sc['equivalent']} recorded equivalent"
              + (f"; {meta['not_run']} not run (an interrupted run: the ones run are a uniform random sample)"
                 if meta.get("not_run") else ""),
-             f"- time: {meta.get('seconds', 0):.0f} s with {meta.get('jobs')} jobs (baseline "
-             f"{meta.get('baseline_seconds', 0):.1f} s, timeout {meta.get('timeout', 0):.0f} s per mutant)", "",
+             (f"- time: {meta.get('seconds', 0):.0f} s of mutant runs, summed (a results.jsonl has no wall time)"
+              if meta.get("seconds_summed") else
+              f"- time: {meta.get('seconds', 0):.0f} s with {meta.get('jobs')} jobs (baseline "
+              f"{meta.get('baseline_seconds', 0):.1f} s, timeout {meta.get('timeout', 0):.0f} s per mutant)"),
+             *([f"- re-scored from: {meta['source']}"] if meta.get("source") else []), "",
              f"**Mutation score: {_score_text(sc['score'])}** ({sc['killed']} killed / "
              f"{sc['killed'] + sc['survived']}; {sc['survived']} survived; by status {sc['by_status']})", "",
              "## Per file", "", "| file | killed | survived | score |", "|---|---:|---:|---:|"]
