@@ -78,6 +78,16 @@ def _env(jobs: int) -> dict[str, str]:
     return env
 
 
+_LIVE: set[subprocess.Popen] = set()   # worker processes now running (killed if the run is interrupted)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)   # the whole group: nothing of a mutant stays behind
+    except ProcessLookupError:
+        pass
+
+
 def run_worker(job: dict[str, Any], timeout: float, jobs: int = 1) -> WorkerRun:
     """Run one job in a fresh ``python -m flightcheck.checks.mutate.worker`` process."""
     with tempfile.TemporaryDirectory(prefix="fc-mutant-") as tmp:
@@ -87,12 +97,15 @@ def run_worker(job: dict[str, Any], timeout: float, jobs: int = 1) -> WorkerRun:
         proc = subprocess.Popen([sys.executable, "-m", "flightcheck.checks.mutate.worker", str(job_path),
                                  str(result_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 env=_env(jobs), start_new_session=True)
+        _LIVE.add(proc)
         try:
             output, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)   # the whole group: nothing of a hung mutant stays behind
+            _kill_group(proc)
             proc.communicate()
             return WorkerRun("timeout", time.perf_counter() - t, detail=f"still running after {timeout:.0f} s")
+        finally:
+            _LIVE.discard(proc)
         seconds = time.perf_counter() - t
         text = output.decode("utf-8", "replace")
         if proc.returncode != 0 or not result_path.exists():
@@ -142,7 +155,8 @@ def run_mutants(mutants: list[Mutant], paths: dict[str, str], opts: RunOptions, 
     if seed is not None:
         random.Random(seed).shuffle(order)
     outcomes: dict[str, Outcome] = {}
-    with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, opts.jobs))
+    try:
         futures = {pool.submit(run_mutant, m, paths[m.module], opts, timeout): m for m in order}
         for future in as_completed(futures):
             mutant = futures[future]
@@ -150,4 +164,11 @@ def run_mutants(mutants: list[Mutant], paths: dict[str, str], opts: RunOptions, 
             outcomes[mutant.id] = outcome
             if on_outcome is not None:
                 on_outcome(mutant, outcome)
+    except BaseException:
+        # Interrupted (Ctrl-C): the workers run in sessions of their own, so no signal reaches them.
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in list(_LIVE):
+            _kill_group(proc)
+        raise
+    pool.shutdown()
     return [outcomes[m.id] for m in mutants]

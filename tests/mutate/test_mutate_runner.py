@@ -115,3 +115,31 @@ def test_an_exception_at_import_of_the_mutant_fails_the_stage_row(test_stages):
     assert outcome.status == "failed"
     assert [(k.stage, k.item) for k in outcome.kills] == [("coordinations", "(stage)")]
     assert "NameError" in outcome.kills[0].detail
+
+
+def test_an_interrupted_run_leaves_no_worker_behind(monkeypatch):
+    import subprocess
+
+    from flightcheck.checks.mutate import runner
+
+    source = Path(COORDINATOR.path).read_text()
+    hang = _hand_made(source + "\nimport time\nwhile True:\n    time.sleep(1)\n")
+    crash = Mutant("crash", hang.file, hang.module, "-", "-", 0, "", "", "", source + "\nimport os\nos._exit(3)\n")
+    started = []
+    real_popen = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        started.append(real_popen(*args, **kwargs))
+        return started[-1]
+
+    def interrupt(mutant, outcome):
+        raise KeyboardInterrupt   # as Ctrl-C would, while the hanging mutant still runs
+
+    monkeypatch.setattr(runner.subprocess, "Popen", popen)
+    stages = RunOptions(stages=("flightcheck.checks.cli.stages:conform_stage",), jobs=2)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_mutants([hang, crash], {hang.module: COORDINATOR.path}, stages, timeout=300,
+                           on_outcome=interrupt, seed=None)
+    assert len(started) == 2
+    for proc in started:
+        assert proc.wait(timeout=10) is not None   # killed at once, not left to its 300 s timeout
