@@ -133,6 +133,13 @@ def classify(mutant: Mutant, run: WorkerRun) -> Outcome:
     if failed:
         return Outcome(mutant.id, "failed", run.seconds, "", failed, imported)
     reason = "" if imported else "the stages never imported the module"
+    # A row that passes while its evidence holds a failure (issue 10: a failure found while draining
+    # is dropped) survives as `check` says, but the report should make it visible.
+    hidden = [r for r in run.rows if (r.get("evidence") or {}).get("failure")]
+    if hidden:
+        summary = ((hidden[0]["evidence"]["failure"].get("diagnosis") or {}).get("summary") or "")[:160]
+        reason = (f"{len(hidden)} passing row(s) carry a failure in their evidence ({hidden[0]['stage']} "
+                  f"{hidden[0]['item']}: {summary})")
     return Outcome(mutant.id, "survived", run.seconds, reason, imported=imported)
 
 

@@ -25,3 +25,9 @@ def coordinations_stage(quick):
 
     return [Row("fake", "coordinations", True, repr(coordinator.COORDINATIONS),
                 evidence={"file": coordinator.__file__, "loader": type(coordinator.__spec__.loader).__name__})]
+
+
+def hidden_failure_stage(quick):
+    """Passes, yet carries a failure in its evidence (as a failure dropped while draining does)."""
+    return [Row("fake", "hides", True, "ok", evidence={"failure": {"rules": ["step()"], "diagnosis": {
+        "kind": "error", "summary": "the engine raised NameError during step", "properties": []}}})]

@@ -146,3 +146,11 @@ def test_saved_results_are_rescored_against_todays_equivalence_file(tmp_path):
     bad.write_text("{}")
     r = _invoke("--from-results", str(bad))
     assert r.exit_code == 2 and "not a results.json or results.jsonl" in " ".join(r.output.split())
+
+
+def test_a_passing_row_that_carries_a_failure_survives_with_a_note():
+    r = _invoke("--stage", "mutate_stages:hidden_failure_stage", "--id", ADD, "--json")
+    m = next(m for m in json.loads(r.output.strip().splitlines()[-1])["mutants"] if m["id"] == ADD)
+    assert m["status"] == "survived"   # the verdict is check's: the row passed
+    assert m["reason"] == ("1 passing row(s) carry a failure in their evidence (fake hides: the engine raised "
+                           "NameError during step)")
