@@ -137,21 +137,25 @@ def register(app: typer.Typer) -> None:
         release: Optional[str] = typer.Option(None, help="after-prefill | on-completion (default: the scenario's)."),
         publication: Optional[str] = typer.Option(None, help="incremental | on-completion (default: the scenario's)."),
         no_proof: bool = typer.Option(False, "--no-proof", help="Skip the induction on the product."),
+        search: str = typer.Option("explicit", help="explicit (breadth-first over concrete pairs) | z3 (BMC on the "
+                                   "symbolic product): how the shortest distinguishing sequence is searched."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Are two designs indistinguishable from outside? Exit 0 if so, 1 with a shortest distinguishing sequence."""
         if depth < 0:
             raise usage_error(f"--depth must be >= 0; got {depth}")
+        if search not in ("explicit", "z3"):
+            raise usage_error(f"--search must be explicit or z3; got {search!r}")
         _variant(variant_a, "VARIANT_A")
         _variant(variant_b, "VARIANT_B")
         scn = _policies(_scenario(scenario), release or _scenario(scenario).policy.release, publication, None)[0]
         from flightcheck.checks.proofs.equivalence import check_equivalence
 
-        r = check_equivalence(variant_a, variant_b, scn, depth=depth, prove_unbounded=not no_proof)
+        r = check_equivalence(variant_a, variant_b, scn, depth=depth, prove_unbounded=not no_proof, search=search)
         if as_json:
             print(json.dumps({"variant_a": variant_a, "variant_b": variant_b, "scenario": scenario,
                               "policy": scn.policy.label(), "verdict": r.verdict, "equivalent": r.equivalent,
-                              "depth": r.depth, "sequence": r.sequence, "difference": r.difference,
+                              "depth": r.depth, "search": search, "sequence": r.sequence, "difference": r.difference,
                               "seconds": round(r.seconds, 3)}, indent=2))
         else:
             console = Console()
