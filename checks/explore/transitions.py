@@ -1,0 +1,129 @@
+"""The spec's own guards and updates, evaluated over a whole batch of states at once.
+
+:class:`BatchedTransitions` is the third reading of the spec (after the plain explorer and the z3
+checks): it calls ``spec.guard(columns, action)`` and ``spec.apply(columns, action)`` with one numpy
+array per slot, one element per state, and :mod:`flightcheck.spec.expr` turns every ``And``, ``If``
+or ``Sum`` into array operations. Nothing here names a field or an action: the actions come from
+``spec.actions``, the slots from the layout, and a slot the update leaves alone comes back as the
+very array it was given, so only the slots an action changes are packed again. A value outside the
+layout's range is an error naming the slot and the action (it could not be packed).
+
+For example::
+
+    >>> from flightcheck.spec.scenario import SCENARIOS
+    >>> from flightcheck.spec.model import FlightSpec
+    >>> spec = FlightSpec(SCENARIOS["burst2"])
+    >>> bt = BatchedTransitions(spec)
+    >>> [[str(a) for a, _t in succ] for succ in bt.successors([spec.initial()])]
+    [['arrive(0)', 'arrive(1)']]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from flightcheck.checks.explore.packing import StateCodec
+from flightcheck.spec.model import PROGRESS_ACTIONS
+
+
+class SpecRangeError(ValueError):
+    """An update produced a value outside its slot's declared range."""
+
+
+def as_mask(value: Any, n: int) -> np.ndarray:
+    """A guard's or predicate's value as a boolean array of length ``n`` (scalars broadcast)."""
+    if type(value) is np.ndarray and value.shape == (n,):
+        return value if value.dtype == np.bool_ else value != 0
+    return np.full(n, bool(value))
+
+
+class BatchedTransitions:
+    """Guards, successors and predicates of a spec over columns of states."""
+
+    def __init__(self, spec: Any, codec: StateCodec | None = None) -> None:
+        self.spec = spec
+        self.codec = codec or StateCodec(spec.layout)
+        self.actions = tuple(spec.actions)
+        self.engine = [k for k, a in enumerate(self.actions) if a.is_engine]
+        self.progress = [k for k, a in enumerate(self.actions) if a.name in PROGRESS_ACTIONS]
+
+    # ------------------------------------------------------------------ reading a batch
+    def guards(self, cols: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """One boolean mask per action (in ``spec.actions`` order) over the batch."""
+        n = len(cols[0])
+        return [as_mask(self.spec.guard(cols, a), n) for a in self.actions]
+
+    def holds(self, prop: Any, cols: Sequence[np.ndarray]) -> np.ndarray:
+        """A property's (or any ``holds``-predicate's) value on every state of the batch."""
+        return as_mask(prop.holds(self.spec, cols), len(cols[0]))
+
+    def live(self, cols: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Per request, whether it is live, on every state of the batch."""
+        view = self.spec.view(cols)
+        return [as_mask(self.spec.is_live(view, i), len(cols[0])) for i in range(self.spec.num_requests)]
+
+    # ------------------------------------------------------------------ successors
+    def apply(self, cols: Sequence[np.ndarray], k: int, rows: np.ndarray) -> tuple[list, dict[int, Any]]:
+        """Action ``k`` on the states ``rows`` of the batch: their columns and the slots it changed."""
+        sub = [c[rows] for c in cols]
+        new = self.spec.apply(sub, self.actions[k])
+        changed = {j: v for j, (v, old) in enumerate(zip(new, sub)) if v is not old}
+        for j, v in changed.items():
+            if self.codec.out_of_bounds(j, v):
+                lo, hi = int(self.codec.lo[j]), int(self.codec.hi[j])
+                raise SpecRangeError(f"{self.actions[k]} sets {self.codec.names[j]} outside its range "
+                                     f"{lo}..{hi} (the layout's bounds): fix the spec or its bounds")
+        return sub, changed
+
+    def expand(self, keys: np.ndarray, cols: Sequence[np.ndarray], masks: Sequence[np.ndarray],
+               canonicalize: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every enabled (state, action) pair of the batch as candidate keys ``(words, E)``, with the
+        row of its parent and its action index, grouped by action.
+
+        ``canonicalize`` (a :class:`~flightcheck.checks.explore.canonical.BatchedSymmetry`) renames
+        every successor to its representative before packing.
+        """
+        parts_rows, parts_act, parts = [], [], []
+        for k, mask in enumerate(masks):
+            rows = np.flatnonzero(mask)
+            if not len(rows):
+                continue
+            sub, changed = self.apply(cols, k, rows)
+            parts_rows.append(rows)
+            parts_act.append(np.full(len(rows), k, dtype=np.int64))
+            if canonicalize is None:
+                parts.append(self.codec.repack(keys[:, rows], changed))
+            else:
+                parts.append([_full(changed.get(j, sub[j]), len(rows), self.codec.dtype)
+                              for j in range(len(sub))])
+        words = self.codec.words
+        if not parts:
+            empty = np.empty(0, dtype=np.int64)
+            return np.empty((words, 0), dtype=np.uint64), empty, empty
+        rows, act = np.concatenate(parts_rows), np.concatenate(parts_act)
+        if canonicalize is None:
+            return np.concatenate(parts, axis=1), rows, act
+        new_cols = [np.concatenate([p[j] for p in parts]) for j in range(len(parts[0]))]
+        canonicalize.canonicalize(new_cols)
+        return self.codec.pack(new_cols, len(rows)), rows, act
+
+    def successors(self, states: Sequence[Sequence[int]]) -> list[list[tuple[Any, tuple[int, ...]]]]:
+        """For each plain state, its enabled actions and successors in action order, computed in one
+        batch (the form the tests compare with ``spec.successors``)."""
+        keys = self.codec.pack_states(states)
+        cols = self.codec.unpack(keys)
+        cand, rows, act = self.expand(keys, cols, self.guards(cols))
+        out: list[list[tuple[Any, tuple[int, ...]]]] = [[] for _ in states]
+        succ = self.codec.unpack_states(cand)
+        for e in np.lexsort((act, rows)).tolist():
+            out[rows[e]].append((self.actions[act[e]], succ[e]))
+        return out
+
+
+def _full(v: Any, n: int, dtype: Any) -> np.ndarray:
+    """A writable array of length ``n`` for a column value (a scalar broadcasts)."""
+    if type(v) is np.ndarray and v.shape == (n,):
+        return v
+    return np.full(n, v, dtype=dtype)

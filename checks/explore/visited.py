@@ -1,0 +1,173 @@
+"""The batched explorer's set of visited states: packed keys numbered in discovery order.
+
+:class:`VisitedSet` stores every state's key once, by id, and finds keys through an open-addressing
+hash table of ids (linear probing, load at most one half), all in vectorized numpy steps. A batch
+of candidate successors is inserted at once; duplicates inside the batch and states seen before
+resolve to one id, and the new states are numbered in the order of their *first* candidate's rank
+(parent, then action), which is the order in which the reference explorer's queue meets them. So
+both explorers give every state the same position in the breadth-first order.
+
+For example::
+
+    >>> import numpy as np
+    >>> v = VisitedSet(words=1)
+    >>> ids, new = v.insert(np.array([[7, 5, 7]], dtype=np.uint64), np.array([2, 0, 1]))
+    >>> ids.tolist(), new.tolist(), v.keys[0, :v.size].tolist()
+    ([1, 0, 1], [1, 2], [5, 7])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from flightcheck.checks.explore.packing import hash_keys
+
+_EMPTY = -1
+
+
+class VisitedSet:
+    """Keys by id (``keys[:, id]``) and a hash table from key to id."""
+
+    def __init__(self, words: int, capacity: int = 1 << 12) -> None:
+        self.words = words
+        self.size = 0
+        self.keys = np.empty((words, capacity), dtype=np.uint64)
+        self._bits = 12
+        self.table = np.full(1 << self._bits, _EMPTY, dtype=np.int32)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the keys and the table."""
+        return self.keys.nbytes + self.table.nbytes
+
+    def bytes_needed(self, extra: int) -> int:
+        """Bytes held after ``extra`` more states are added (growth included)."""
+        n = self.size + extra
+        cap = self.keys.shape[1]
+        while cap < n:
+            cap = int(cap * 1.5) + 1
+        bits = self._bits
+        while (1 << bits) < 2 * n:
+            bits += 1
+        return self.words * 8 * cap + 4 * (1 << bits)
+
+    def reserve(self, extra: int) -> None:
+        """Make room for ``extra`` more states (keys array and table), keeping the load under 1/2."""
+        n = self.size + extra
+        if n > self.keys.shape[1]:
+            cap = self.keys.shape[1]
+            while cap < n:
+                cap = int(cap * 1.5) + 1
+            keys = np.empty((self.words, cap), dtype=np.uint64)
+            keys[:, : self.size] = self.keys[:, : self.size]
+            self.keys = keys
+        bits = self._bits
+        while (1 << bits) < 2 * n:
+            bits += 1
+        if bits != self._bits:
+            self._bits = bits
+            self.table = np.full(1 << bits, _EMPTY, dtype=np.int32)
+            ids = np.arange(self.size, dtype=np.int32)
+            self._place(self._slots(self.keys[:, : self.size]), ids)
+
+    def _slots(self, keys: np.ndarray) -> np.ndarray:
+        return (hash_keys(keys) >> np.uint64(64 - self._bits)).astype(np.int64)
+
+    def _place(self, slot: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Write distinct new ``ids`` into free slots, probing from ``slot``; returns where each went."""
+        mask = (1 << self._bits) - 1
+        where = np.empty(len(ids), dtype=np.int64)
+        pending = np.arange(len(ids))
+        slot = slot.copy()
+        while len(pending):
+            s = slot[pending]
+            free = self.table[s] == _EMPTY
+            cand, cs = pending[free], s[free]
+            self.table[cs] = ids[cand]
+            won = self.table[cs] == ids[cand]
+            where[cand[won]] = cs[won]
+            lost = np.concatenate([pending[~free], cand[~won]])
+            slot[lost] = (slot[lost] + 1) & mask
+            pending = lost
+        return where
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        """The id of each key, or -1 where it was never inserted."""
+        mask = (1 << self._bits) - 1
+        slot = self._slots(keys)
+        out = np.full(keys.shape[1], -1, dtype=np.int64)
+        pending = np.arange(keys.shape[1])
+        while len(pending):
+            s = slot[pending]
+            t = self.table[s]
+            empty = t == _EMPTY
+            occ, to = pending[~empty], t[~empty]
+            eq = np.ones(len(occ), dtype=bool)
+            for w in range(self.words):
+                eq &= self.keys[w, to] == keys[w, occ]
+            out[occ[eq]] = to[eq]
+            pending = occ[~eq]
+            slot[pending] = (slot[pending] + 1) & mask
+        return out
+
+    def insert(self, keys: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Insert a batch of candidate keys ``(words, E)``, each with a distinct ``rank``.
+
+        Returns the id of every candidate and, for each new state in id order, the index of the
+        candidate that discovered it first (the smallest rank among those that resolve to it).
+        """
+        num = keys.shape[1]
+        self.reserve(num)
+        base = self.size
+        mask = (1 << self._bits) - 1
+        slot = self._slots(keys)
+        ids = np.full(num, -1, dtype=np.int64)
+        claimed: list[np.ndarray] = []
+        nprov = 0
+        pending = np.arange(num)
+        while len(pending):
+            s = slot[pending]
+            t = self.table[s]
+            empty = t == _EMPTY
+            occ, so, to = pending[~empty], s[~empty], t[~empty]
+            eq = np.ones(len(occ), dtype=bool)
+            for w in range(self.words):
+                eq &= self.keys[w, to] == keys[w, occ]
+            ids[occ[eq]] = to[eq]
+            moved = occ[~eq]
+            slot[moved] = (so[~eq] + 1) & mask
+            cand, cs = pending[empty], s[empty]
+            if len(cand):
+                # Several candidates may want one free slot: one wins, the rest look again next round.
+                marker = -2 - np.arange(len(cand), dtype=np.int32)
+                self.table[cs] = marker
+                won = self.table[cs] == marker
+                wc, ws = cand[won], cs[won]
+                pid = base + nprov + np.arange(len(wc))
+                nprov += len(wc)
+                self.table[ws] = pid
+                self.keys[:, pid] = keys[:, wc]
+                ids[wc] = pid
+                claimed.append(ws)
+                pending = np.concatenate([moved, cand[~won]])
+            else:
+                pending = moved
+        if not nprov:
+            return ids, np.empty(0, dtype=np.int64)
+        # Number the new states by their first discovery, as a breadth-first queue would.
+        fresh = np.flatnonzero(ids >= base)
+        prov = ids[fresh] - base
+        first = np.full(nprov, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first, prov, rank[fresh])
+        finder = np.empty(nprov, dtype=np.int64)
+        is_first = rank[fresh] == first[prov]
+        finder[prov[is_first]] = fresh[is_first]
+        order = np.argsort(first)
+        inverse = np.empty(nprov, dtype=np.int64)
+        inverse[order] = np.arange(nprov)
+        self.keys[:, base: base + nprov] = self.keys[:, base + order]
+        slots = np.concatenate(claimed)
+        self.table[slots[order]] = base + np.arange(nprov, dtype=np.int32)
+        ids[fresh] = base + inverse[prov]
+        self.size = base + nprov
+        return ids, finder[order]
