@@ -40,7 +40,7 @@ class Row:
 
 def explore_stage(quick: bool) -> list[Row]:
     """The correct design over every default scenario, both release points and both publications."""
-    from flightcheck.checks.explore.explorer import explore
+    from flightcheck.checks.explore.engine import explore_with as explore
     from flightcheck.spec.model import FlightSpec
 
     rows = []
@@ -60,7 +60,7 @@ def explore_stage(quick: bool) -> list[Row]:
 
 def variants_stage(quick: bool) -> list[Row]:
     """Every design variant on its demo scenario: correct ones pass, mutants fail as their story says."""
-    from flightcheck.checks.explore.explorer import explore
+    from flightcheck.checks.explore.engine import explore_with as explore
 
     rows = []
     for v in VARIANTS.values():

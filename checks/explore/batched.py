@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -83,7 +84,7 @@ def default_memory_limit() -> int:
 
 def explore_batched(spec: Any, *, symmetry: bool = True, max_states: int = 2_000_000,
                     properties: list[Property] | None = None, memory_limit: int | None = None,
-                    keep_edges: bool | None = None, chunk: int = CHUNK,
+                    keep_edges: bool | None = None, chunk: int = CHUNK, threads: bool = False,
                     progress: Callable[[Progress], None] | None = None) -> BatchedExploreResult:
     """Explore ``spec`` exhaustively, a level at a time, and check ``properties`` (default: all that apply)."""
     t0 = time.perf_counter()
@@ -110,38 +111,52 @@ def explore_batched(spec: Any, *, symmetry: bool = True, max_states: int = 2_000
     edges: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     level_start = [0]
     num_edges = 0
+    def expand(a: int, keys: np.ndarray) -> tuple:
+        cols = codec.unpack(keys)
+        masks = bt.guards(cols)
+        check.visit(a, cols, masks)
+        return (a,) + bt.expand(keys, cols, masks, sym)
+
+    # Two stages in two threads: while the hash table takes in one batch of successors, the spec's
+    # guards and updates run on the next (numpy releases the interpreter lock inside its loops).
+    pool = ThreadPoolExecutor(max_workers=1) if threads else None
     lo, hi = 0, 1
-    while lo < hi:
-        for a in range(lo, hi, chunk):
-            b = min(hi, a + chunk)
-            keys = visited.keys[:, a:b].copy()
-            cols = codec.unpack(keys)
-            masks = bt.guards(cols)
-            check.visit(a, cols, masks)
-            cand, rows, act = bt.expand(keys, cols, masks, sym)
-            num_edges += len(rows)
-            need = visited.bytes_needed(len(rows)) + check.bytes_per_state * visited.size \
-                + (10 * num_edges if keep_edges else 0) + 64 * len(rows) * codec.words
-            if need > limit:
-                raise MemoryBoundExceeded(_memory_message(spec, symmetry, keep_edges, need, limit,
-                                                          visited.size, len(level_start) - 1))
-            ids, finder = visited.insert(cand, rows * A + act)
-            if visited.size > max_states:
-                raise StateLimitExceeded(f"more than {max_states} states; use a smaller scenario or raise --max-states")
-            parents.append(a + rows[finder])
-            pacts.append(act[finder].astype(np.int16))
-            if keep_edges:
-                edges.append(((a + rows).astype(np.int32), ids.astype(np.int32), act.astype(np.int16)))
-            if progress is not None:
-                progress(Progress(visited.size, len(level_start) - 1, hi - lo, num_edges,
-                                  time.perf_counter() - t0, visited.nbytes + check.bytes_per_state * visited.size))
-        lo, hi = hi, visited.size
-        level_start.append(lo)
+    try:
+        while lo < hi:
+            starts = list(range(lo, hi, chunk))
+            submit = (lambda a: pool.submit(expand, a, visited.block(a, min(hi, a + chunk)))) if pool \
+                else (lambda a: _Done(expand(a, visited.block(a, min(hi, a + chunk)))))
+            pending = submit(starts[0])
+            for nxt in starts[1:] + [None]:
+                a, cand, rows, act = pending.result()
+                if nxt is not None:
+                    pending = submit(nxt)
+                num_edges += len(rows)
+                need = visited.bytes_needed(len(rows)) + check.bytes_per_state * visited.size \
+                    + (10 * num_edges if keep_edges else 0) + 64 * len(rows) * codec.words
+                if need > limit:
+                    raise MemoryBoundExceeded(_memory_message(spec, symmetry, keep_edges, need, limit,
+                                                              visited.size, len(level_start) - 1))
+                ids, finder = visited.insert(cand, rows * A + act)
+                if visited.size > max_states:
+                    raise StateLimitExceeded(f"more than {max_states} states; use a smaller scenario or raise --max-states")
+                parents.append(a + rows[finder])
+                pacts.append(act[finder].astype(np.int16))
+                if keep_edges:
+                    edges.append(((a + rows).astype(np.int32), ids.astype(np.int32), act.astype(np.int16)))
+                if progress is not None:
+                    progress(Progress(visited.size, len(level_start) - 1, hi - lo, num_edges,
+                                      time.perf_counter() - t0, visited.nbytes + check.bytes_per_state * visited.size))
+            lo, hi = hi, visited.size
+            level_start.append(lo)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     explored = time.perf_counter()
     if level_start[-1] != visited.size:
         level_start.append(visited.size)
     size = visited.size
-    graph = StateGraph(codec, bt.actions, visited.keys[:, :size].copy(), np.concatenate(parents),
+    graph = StateGraph(codec, bt.actions, visited.block(0, size), np.concatenate(parents),
                        np.concatenate(pacts), np.array(level_start[:-1] + [size], dtype=np.int64))
     if keep_edges:
         graph.src, graph.dst, graph.act = (np.concatenate([e[i] for e in edges]) for i in range(3))
@@ -153,6 +168,16 @@ def explore_batched(spec: Any, *, symmetry: bool = True, max_states: int = 2_000
                   states_per_second=size / max(explored - t0, 1e-9), symmetry=sym is not None)
     return BatchedExploreResult(state_graph=graph, spec=spec, initial=graph.state(0), properties=results,
                                 stats=stats, extra={"engine": "batched"})
+
+
+class _Done:
+    """A finished result with a future's ``result()``, for the single-threaded path."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def result(self) -> Any:
+        return self.value
 
 
 def _memory_message(spec: Any, symmetry: bool, keep_edges: bool, need: int, limit: int, states: int,

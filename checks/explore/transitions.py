@@ -8,6 +8,12 @@ or ``Sum`` into array operations. Nothing here names a field or an action: the a
 very array it was given, so only the slots an action changes are packed again. A value outside the
 layout's range is an error naming the slot and the action (it could not be packed).
 
+Each action's update is given only the slots it reads (gathered for the states where it is enabled);
+the others are placeholders that raise on any use. Which slots an update reads is found once, by
+running it on placeholders and adding every slot whose placeholder is touched until it runs through
+(a Python ``if`` in the spec is only ever on configuration, so the slots read do not depend on the
+state). An update that cannot run that way simply gets every slot.
+
 For example::
 
     >>> from flightcheck.spec.scenario import SCENARIOS
@@ -39,6 +45,39 @@ def as_mask(value: Any, n: int) -> np.ndarray:
     return np.full(n, bool(value))
 
 
+class _UnreadUsed(Exception):
+    """A placeholder for a slot was used: the update reads that slot."""
+
+
+class _Unread:
+    """Stands for a slot an update does not read; any use raises :class:`_UnreadUsed` naming it."""
+
+    __slots__ = ("slot",)
+
+    def __init__(self, slot: int) -> None:
+        self.slot = slot
+
+    def _used(self, *args: Any, **kwargs: Any) -> Any:
+        raise _UnreadUsed(self.slot)
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _used  # type: ignore[assignment]
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __neg__ = _used
+    __bool__ = __int__ = __index__ = __array__ = __array_ufunc__ = __array_function__ = _used
+    __hash__ = object.__hash__
+
+
+class _Recording(list):
+    """The slots read through a view: every ``vals[j]`` is noted."""
+
+    def __init__(self, vals: Sequence[Any]) -> None:
+        super().__init__(vals)
+        self.read: set[int] = set()
+
+    def __getitem__(self, j: Any) -> Any:
+        self.read.add(j)
+        return super().__getitem__(j)
+
+
 class BatchedTransitions:
     """Guards, successors and predicates of a spec over columns of states."""
 
@@ -48,6 +87,28 @@ class BatchedTransitions:
         self.actions = tuple(spec.actions)
         self.engine = [k for k, a in enumerate(self.actions) if a.is_engine]
         self.progress = [k for k, a in enumerate(self.actions) if a.name in PROGRESS_ACTIONS]
+        self._unread = [_Unread(j) for j in range(self.codec.size)]
+        self.reads = [self._slots_read(a) for a in self.actions]
+
+    def _slots_read(self, action: Any) -> list[int]:
+        """The slots ``action``'s update reads (every slot if that cannot be told)."""
+        every = list(range(self.codec.size))
+        trial = [np.full(2, v, dtype=self.codec.dtype) for v in self.spec.initial()]
+        rec = _Recording(trial)
+        try:
+            self.spec.apply(rec, action)
+        except Exception:
+            return every
+        read = set(rec.read)
+        while True:
+            vals = [trial[j] if j in read else self._unread[j] for j in every]
+            try:
+                self.spec.apply(vals, action)
+                return sorted(read)
+            except _UnreadUsed as e:
+                read.add(e.slot)
+            except Exception:
+                return every
 
     # ------------------------------------------------------------------ reading a batch
     def guards(self, cols: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -67,7 +128,9 @@ class BatchedTransitions:
     # ------------------------------------------------------------------ successors
     def apply(self, cols: Sequence[np.ndarray], k: int, rows: np.ndarray) -> tuple[list, dict[int, Any]]:
         """Action ``k`` on the states ``rows`` of the batch: their columns and the slots it changed."""
-        sub = [c[rows] for c in cols]
+        sub = list(self._unread)
+        for j in self.reads[k]:
+            sub[j] = cols[j][rows]
         new = self.spec.apply(sub, self.actions[k])
         changed = {j: v for j, (v, old) in enumerate(zip(new, sub)) if v is not old}
         for j, v in changed.items():
@@ -96,7 +159,8 @@ class BatchedTransitions:
             if canonicalize is None:
                 parts.append(self.codec.repack(keys[:, rows], changed))
             else:
-                parts.append([_full(changed.get(j, sub[j]), len(rows), self.codec.dtype)
+                parts.append([_full(changed[j], len(rows), self.codec.dtype) if j in changed
+                              else sub[j] if type(sub[j]) is np.ndarray else cols[j][rows]
                               for j in range(len(sub))])
         words = self.codec.words
         if not parts:

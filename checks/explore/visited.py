@@ -12,7 +12,7 @@ For example::
     >>> import numpy as np
     >>> v = VisitedSet(words=1)
     >>> ids, new = v.insert(np.array([[7, 5, 7]], dtype=np.uint64), np.array([2, 0, 1]))
-    >>> ids.tolist(), new.tolist(), v.keys[0, :v.size].tolist()
+    >>> ids.tolist(), new.tolist(), v.block(0, v.size)[0].tolist()
     ([1, 0, 1], [1, 2], [5, 7])
 """
 
@@ -26,12 +26,16 @@ _EMPTY = -1
 
 
 class VisitedSet:
-    """Keys by id (``keys[:, id]``) and a hash table from key to id."""
+    """Keys by id and a hash table from key to id.
+
+    Keys are stored a row per state (``words`` consecutive integers), so that checking a probe
+    against a stored key touches one cache line however many words a key has.
+    """
 
     def __init__(self, words: int, capacity: int = 1 << 12) -> None:
         self.words = words
         self.size = 0
-        self.keys = np.empty((words, capacity), dtype=np.uint64)
+        self.keys = np.empty((capacity, words), dtype=np.uint64)
         self._bits = 12
         self.table = np.full(1 << self._bits, _EMPTY, dtype=np.int32)
 
@@ -40,35 +44,41 @@ class VisitedSet:
         """Bytes held by the keys and the table."""
         return self.keys.nbytes + self.table.nbytes
 
+    def block(self, start: int, stop: int) -> np.ndarray:
+        """The keys of ids ``start .. stop - 1`` as ``(words, stop - start)``, one row per word."""
+        return np.ascontiguousarray(self.keys[start:stop].T)
+
     def bytes_needed(self, extra: int) -> int:
         """Bytes held after ``extra`` more states are added (growth included)."""
         n = self.size + extra
-        cap = self.keys.shape[1]
+        cap = self.keys.shape[0]
         while cap < n:
             cap = int(cap * 1.5) + 1
+        return self.words * 8 * cap + 4 * (1 << self._table_bits(n))
+
+    def _table_bits(self, n: int) -> int:
+        """Table size for ``n`` keys: load at most 1/2; grown fourfold while small, to rehash less."""
         bits = self._bits
         while (1 << bits) < 2 * n:
-            bits += 1
-        return self.words * 8 * cap + 4 * (1 << bits)
+            bits += 2 if bits < 26 else 1
+        return bits
 
     def reserve(self, extra: int) -> None:
         """Make room for ``extra`` more states (keys array and table), keeping the load under 1/2."""
         n = self.size + extra
-        if n > self.keys.shape[1]:
-            cap = self.keys.shape[1]
+        if n > self.keys.shape[0]:
+            cap = self.keys.shape[0]
             while cap < n:
                 cap = int(cap * 1.5) + 1
-            keys = np.empty((self.words, cap), dtype=np.uint64)
-            keys[:, : self.size] = self.keys[:, : self.size]
+            keys = np.empty((cap, self.words), dtype=np.uint64)
+            keys[: self.size] = self.keys[: self.size]
             self.keys = keys
-        bits = self._bits
-        while (1 << bits) < 2 * n:
-            bits += 1
+        bits = self._table_bits(n)
         if bits != self._bits:
             self._bits = bits
             self.table = np.full(1 << bits, _EMPTY, dtype=np.int32)
             ids = np.arange(self.size, dtype=np.int32)
-            self._place(self._slots(self.keys[:, : self.size]), ids)
+            self._place(self._slots(self.block(0, self.size)), ids)
 
     def _slots(self, keys: np.ndarray) -> np.ndarray:
         return (hash_keys(keys) >> np.uint64(64 - self._bits)).astype(np.int64)
@@ -91,6 +101,14 @@ class VisitedSet:
             pending = lost
         return where
 
+    def _equal(self, ids: np.ndarray, keys: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """Whether stored key ``ids[m]`` equals candidate ``keys[:, cand[m]]``, for each m."""
+        stored = np.take(self.keys, ids, axis=0)  # one row per key: much faster than keys[ids]
+        eq = stored[:, 0] == keys[0, cand]
+        for w in range(1, self.words):
+            eq &= stored[:, w] == keys[w, cand]
+        return eq
+
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """The id of each key, or -1 where it was never inserted."""
         mask = (1 << self._bits) - 1
@@ -102,9 +120,7 @@ class VisitedSet:
             t = self.table[s]
             empty = t == _EMPTY
             occ, to = pending[~empty], t[~empty]
-            eq = np.ones(len(occ), dtype=bool)
-            for w in range(self.words):
-                eq &= self.keys[w, to] == keys[w, occ]
+            eq = self._equal(to, keys, occ)
             out[occ[eq]] = to[eq]
             pending = occ[~eq]
             slot[pending] = (slot[pending] + 1) & mask
@@ -130,9 +146,7 @@ class VisitedSet:
             t = self.table[s]
             empty = t == _EMPTY
             occ, so, to = pending[~empty], s[~empty], t[~empty]
-            eq = np.ones(len(occ), dtype=bool)
-            for w in range(self.words):
-                eq &= self.keys[w, to] == keys[w, occ]
+            eq = self._equal(to, keys, occ)
             ids[occ[eq]] = to[eq]
             moved = occ[~eq]
             slot[moved] = (so[~eq] + 1) & mask
@@ -143,10 +157,11 @@ class VisitedSet:
                 self.table[cs] = marker
                 won = self.table[cs] == marker
                 wc, ws = cand[won], cs[won]
-                pid = base + nprov + np.arange(len(wc))
+                start = base + nprov
+                pid = start + np.arange(len(wc))
                 nprov += len(wc)
                 self.table[ws] = pid
-                self.keys[:, pid] = keys[:, wc]
+                self.keys[start: start + len(wc)] = keys[:, wc].T
                 ids[wc] = pid
                 claimed.append(ws)
                 pending = np.concatenate([moved, cand[~won]])
@@ -165,7 +180,7 @@ class VisitedSet:
         order = np.argsort(first)
         inverse = np.empty(nprov, dtype=np.int64)
         inverse[order] = np.arange(nprov)
-        self.keys[:, base: base + nprov] = self.keys[:, base + order]
+        self.keys[base: base + nprov] = np.take(self.keys, base + order, axis=0)
         slots = np.concatenate(claimed)
         self.table[slots[order]] = base + np.arange(nprov, dtype=np.int32)
         ids[fresh] = base + inverse[prov]
