@@ -1,0 +1,253 @@
+"""The batched explorer against the reference: successors, canonical forms, counts, verdicts, paths.
+
+Everything here compares the numpy reading of the spec with the plain one, so a spec change that
+reaches one interpretation and not the other (or a field the generic code mishandles) fails here.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+from flightcheck.checks.explore.batched import MemoryBoundExceeded, explore_batched
+from flightcheck.checks.explore.canonical import BatchedSymmetry
+from flightcheck.checks.explore.counterexample import Counterexample
+from flightcheck.checks.explore.engine import AUTO_THRESHOLD, explore_with
+from flightcheck.checks.explore.explorer import StateLimitExceeded, explore
+from flightcheck.checks.explore.packing import StateCodec
+from flightcheck.checks.explore.transitions import BatchedTransitions
+from flightcheck.spec.expr import And, If
+from flightcheck.spec.model import FlightSpec
+from flightcheck.spec.scenario import PUBLICATIONS, RELEASES, SCENARIOS
+from flightcheck.spec.state import DECODE
+from flightcheck.spec.variants import VARIANTS
+from test_explorer import ALL_REDUCED, PINNED
+
+SLOW = bool(os.environ.get("FLIGHTCHECK_SLOW"))
+POLICIES = [(r, p) for r in RELEASES for p in PUBLICATIONS]
+
+
+def summary(r):
+    """What must be equal: counts, depth, and per property its verdict and path lengths."""
+    return (r.stats.states, r.stats.edges, r.stats.depth,
+            [(p.name, p.verdict, len(p.counterexample) if p.counterexample else None,
+              p.counterexample.stutters if p.counterexample else None,
+              len(p.witness) if p.witness else None) for p in r.properties])
+
+
+def safety_paths(r):
+    """Safety counterexamples and witnesses are the same breadth-first paths in both explorers."""
+    return [(p.counterexample.actions if p.counterexample and p.kind != "eventually" else None,
+             p.witness.actions if p.witness else None) for p in r.properties]
+
+
+def reachable_states(spec):
+    res = explore_batched(spec, symmetry=False, properties=[])
+    return res.state_graph.codec.unpack_states(res.state_graph.keys)
+
+
+# ---------------------------------------------------------------- the transition function itself
+# Every default scenario for the correct design (all reachable states, burst4-abort's 51,139 too);
+# every variant on the scenarios that exercise aborts, eviction and two classes; all of it with
+# FLIGHTCHECK_SLOW=1.
+SUCCESSOR_CASES = sorted({(n, "correct") for n in SCENARIOS} | {
+    (n, v) for n in (SCENARIOS if SLOW else ("burst2-abort", "burst3-abort", "burst2-evict", "mixed3"))
+    for v in VARIANTS})
+
+
+@pytest.mark.parametrize("name,variant", SUCCESSOR_CASES)
+def test_batched_successors_equal_the_plain_ones_on_every_reachable_state(name, variant):
+    spec = VARIANTS[variant].build(SCENARIOS[name])
+    states = reachable_states(spec)
+    batched = BatchedTransitions(spec).successors(states)
+    seen = set(states)
+    for s, succ in zip(states, batched):
+        plain = spec.successors(s)
+        assert succ == plain, s
+        assert all(t in seen for _a, t in plain), "the batched explorer missed a reachable state"
+
+
+def test_every_update_reads_only_what_it_declares_and_a_placeholder_use_fails_loudly():
+    spec = FlightSpec(SCENARIOS["burst2-abort"])
+    bt = BatchedTransitions(spec)
+    k = [str(a) for a in bt.actions].index("decode(0)")
+    names = spec.layout.slot_names()
+    assert [names[j] for j in bt.reads[k]] == ["dec[0]"]
+    cols = bt.codec.unpack(bt.codec.pack_states([spec.initial()] * 3))
+    sub = [c.copy() for c in cols]
+    from flightcheck.checks.explore.transitions import _Unread, _UnreadUsed
+    sub[spec.layout.fields["dec"][0]] = _Unread(0)
+    with pytest.raises(_UnreadUsed):
+        spec.apply(sub, bt.actions[k])
+
+
+# ---------------------------------------------------------------- canonical forms
+@pytest.mark.parametrize("name", ["burst3-abort", "mixed3", "burst2-evict", "burst4-abort"])
+def test_vectorized_canonical_forms_are_the_reference_representatives(name):
+    spec = VARIANTS["draining"].build(SCENARIOS[name])
+    states = reachable_states(spec)
+    codec = StateCodec(spec.layout)
+    cols = codec.unpack(codec.pack_states(states))
+    BatchedSymmetry(spec).canonicalize(cols)
+    ours = codec.unpack_states(codec.pack(cols, len(states)))
+    sym = spec.symmetry()
+    assert ours == [sym.canonical(s)[0] for s in states]
+
+
+# ---------------------------------------------------------------- whole explorations
+def _cases():
+    """(scenario, variant, release, publication, symmetry settings) to compare with the reference.
+
+    By default every scenario, policy and variant is covered without the whole product: each
+    scenario with each variant under its own policy (with and without symmetry, except for the
+    full graph of burst3-abort, where three designs stand for all), each scenario with
+    each policy for the correct design, and each variant with each policy on the abort scenarios.
+    FLIGHTCHECK_SLOW=1 runs the whole product, both symmetry settings, burst4-abort included."""
+    names = sorted(n for n in SCENARIOS if n != "burst4-abort")
+    if SLOW:
+        return [(n, v, r, p, (True, False)) for n in sorted(SCENARIOS) for v in sorted(VARIANTS) for r, p in POLICIES]
+    out = set()
+    for n in names:
+        own = (SCENARIOS[n].policy.release, SCENARIOS[n].policy.publication)
+        # burst3-abort's full graph costs the reference seconds per variant: three designs there.
+        full = VARIANTS if n != "burst3-abort" else ("correct", "forget-at-release", "stranded-followers")
+        out |= {(n, v) + own + (((True, False) if v in full else (True,)),) for v in VARIANTS}
+        out |= {(n, "correct", r, p, (True,)) for r, p in POLICIES if (r, p) != own}
+    for v in VARIANTS:
+        out |= {("burst2-abort", v, r, p, (True, False)) for r, p in POLICIES}
+        out |= {("burst3-abort", v, r, p, (True,)) for r, p in POLICIES}
+    merged: dict = {}
+    for n, v, r, p, syms in out:
+        merged[(n, v, r, p)] = tuple(sorted(set(merged.get((n, v, r, p), ())) | set(syms), reverse=True))
+    return sorted(k + (syms,) for k, syms in merged.items())
+
+
+@pytest.mark.parametrize("name,variant,release,publication,symmetries", _cases(), ids=lambda x: str(x))
+def test_batched_equals_reference_on_every_scenario_policy_and_variant(name, variant, release, publication, symmetries):
+    spec = VARIANTS[variant].build(SCENARIOS[name].with_policy(release=release, publication=publication))
+    for sym in symmetries:
+        a, b = explore(spec, symmetry=sym), explore_batched(spec, symmetry=sym)
+        assert summary(b) == summary(a), sym
+        assert safety_paths(b) == safety_paths(a), sym
+
+
+def test_the_largest_default_scenario_equals_the_reference_for_every_variant():
+    # Three designs by default (a safety mutant, a liveness mutant, the correct one); all with FLIGHTCHECK_SLOW=1.
+    for variant in sorted(VARIANTS) if SLOW else ["correct", "forget-at-release", "stranded-followers"]:
+        spec = VARIANTS[variant].build(SCENARIOS["burst4-abort"])
+        a, b = explore(spec), explore_batched(spec)
+        assert summary(b) == summary(a), variant
+        assert safety_paths(b) == safety_paths(a), variant
+
+
+def test_batched_reproduces_every_pinned_count_of_the_reference():
+    combos = dict(zip(POLICIES, range(4)))
+    for name, counts in ALL_REDUCED.items():
+        for (release, publication), k in combos.items():
+            spec = FlightSpec(SCENARIOS[name].with_policy(release=release, publication=publication))
+            r = explore_batched(spec)
+            assert (r.stats.states, r.ok) == (counts[k], True), (name, release, publication)
+    for (name, release, publication), (reduced, full) in PINNED.items():
+        spec = FlightSpec(SCENARIOS[name].with_policy(release=release, publication=publication))
+        assert explore_batched(spec).stats.states == reduced
+        if full is not None:
+            assert explore_batched(spec, symmetry=False).stats.states == full
+    # The full graphs of the largest default scenario, out of the reference's reach in the suite.
+    for release, states, edges in (("after-prefill", 51_139, 405_779), ("on-completion", 46_243, 353_411)):
+        r = explore_batched(FlightSpec(SCENARIOS["burst4-abort"].with_policy(release=release)), symmetry=False)
+        assert (r.stats.states, r.stats.edges, r.ok) == (states, edges, True)
+
+
+class Toggling(FlightSpec):
+    """A made-up design whose decode step flips a flag forever and whose finish is enabled only on
+    one side of the flip: weak fairness does not force the finish, so a request can stay live on a
+    cycle (a lasso, not a stutter)."""
+
+    variant_name = "toggling"
+
+    def g_decode(self, s, i):
+        return s.ph[i] == DECODE
+
+    def u_decode(self, s, i):
+        e = s.edit()
+        e.dec[i] = If(s.dec[i] == 1, 0, 1)
+        return e.build()
+
+    def g_finish(self, s, i):
+        return And(s.ph[i] == DECODE, s.dec[i] == 1)
+
+
+@pytest.mark.parametrize("sym", [True, False])
+def test_a_fair_cycle_is_a_replayed_lasso_of_the_reference_length(sym):
+    spec = Toggling(SCENARIOS["burst2"])
+    a, b = explore(spec, symmetry=sym), explore_batched(spec, symmetry=sym)
+    assert summary(b) == summary(a)
+    cx = b.result("eventually_terminates").counterexample
+    assert not cx.stutters and cx.loop and {str(s.action) for s in cx.loop} <= {"decode(0)", "decode(1)"}
+    replay = Counterexample.from_actions(spec, cx.actions + [str(s.action) for s in cx.loop])
+    end, back = replay.steps[len(cx) - 1].state, replay.steps[-1].state
+    canon = (lambda s: spec.symmetry().canonical(s)[0]) if sym else (lambda s: s)
+    assert canon(end) == canon(back)
+
+
+# ---------------------------------------------------------------- results, limits, engine choice
+def test_the_batched_result_gives_the_reference_networkx_graph():
+    spec = FlightSpec(SCENARIOS["burst2-abort"])
+    a, b = explore(spec), explore_batched(spec)
+    assert list(b.graph.nodes) == list(a.graph.nodes)
+    assert {(u, v): d["actions"] for u, v, d in b.graph.edges(data=True)} == \
+        {(u, v): d["actions"] for u, v, d in a.graph.edges(data=True)}
+    assert b.quiescent_states() == a.quiescent_states()
+
+
+def test_safety_only_keeps_no_edges_and_refuses_liveness():
+    spec = FlightSpec(SCENARIOS["burst3-abort"])
+    props = [p for p in a_props(spec) if p.kind != "eventually"]
+    r = explore_batched(spec, properties=props)
+    assert not r.state_graph.has_edges and r.ok and r.stats.states == 714
+    with pytest.raises(ValueError, match="liveness"):
+        explore_batched(spec, keep_edges=False)
+
+
+def a_props(spec):
+    from flightcheck.spec.properties import properties_for
+    return properties_for(spec)
+
+
+def test_limits_are_clear_errors_naming_the_scope():
+    spec = FlightSpec(SCENARIOS["burst3-abort"])
+    with pytest.raises(StateLimitExceeded, match="more than 100 states"):
+        explore_batched(spec, max_states=100)
+    with pytest.raises(MemoryBoundExceeded, match=r"burst3-abort .* memory bound of 0\.0 GiB .* try"):
+        explore_batched(spec, memory_limit=10_000)
+
+
+def test_progress_is_reported_with_states_depth_and_rate():
+    seen = []
+    explore_batched(FlightSpec(SCENARIOS["burst3-abort"]), symmetry=False, progress=seen.append, chunk=256)
+    assert len(seen) > 10 and seen[-1].states == 3875
+    assert [p.depth for p in seen] == sorted(p.depth for p in seen) and seen[-1].states_per_second > 0
+
+
+def test_auto_uses_the_reference_on_small_graphs_and_the_batched_explorer_above():
+    small = explore_with(FlightSpec(SCENARIOS["burst2"]))
+    assert small.stats.states <= AUTO_THRESHOLD and "engine" not in small.extra
+    big = explore_with(FlightSpec(SCENARIOS["burst3-abort"]))
+    assert big.stats.states > AUTO_THRESHOLD and big.extra["engine"] == "batched"
+    with pytest.raises(ValueError, match="unknown engine"):
+        explore_with(FlightSpec(SCENARIOS["burst2"]), engine="fast")
+
+
+def test_numpy_dispatch_of_the_expression_layer_matches_plain_values():
+    from flightcheck.spec.expr import Implies, Min, Not, Or, Sum, pick
+    x = np.array([0, 1, 2, 3], dtype=np.int16)
+    y = np.array([3, 1, 0, 2], dtype=np.int16)
+    for k in range(4):
+        a, b = int(x[k]), int(y[k])
+        assert bool(And(x > 0, y < 3, True)[k]) == And(a > 0, b < 3, True)
+        assert bool(Or(x > 2, y == 1, False)[k]) == Or(a > 2, b == 1, False)
+        assert bool(Not(x == y)[k]) == Not(a == b) and bool(Implies(x > 1, y > 1)[k]) == Implies(a > 1, b > 1)
+        assert int(If(x > y, x, 7)[k]) == If(a > b, a, 7) and int(Min(x, y)[k]) == Min(a, b)
+        assert int(Sum([x > 0, y > 0, x == y, 2])[k]) == Sum([a > 0, b > 0, a == b, 2])
+        assert int(pick([10, 20, 30], x, default=-1)[k]) == pick([10, 20, 30], a, default=-1)
+    assert If(x > 0, 1, 0).dtype == np.int16 and And(x > 0, False) is False and Or(True, x > 0) is True
