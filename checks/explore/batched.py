@@ -25,7 +25,7 @@ For example::
     >>> from flightcheck.spec.model import FlightSpec
     >>> res = explore_batched(FlightSpec(SCENARIOS["burst2"]), symmetry=False)
     >>> res.ok, res.stats.states, res.stats.edges
-    (True, 102, 222)
+    (True, 102, 218)
 """
 
 from __future__ import annotations
@@ -187,8 +187,12 @@ def _memory_message(spec: Any, symmetry: bool, keep_edges: bool, need: int, limi
     if keep_edges:
         hints.append("safety only (--safety-only keeps no edges, so no liveness)")
     hints += ["a smaller scenario", "a larger --memory-limit if the machine has the memory"]
-    return (f"{title}: exploring needs more than the memory bound of {limit / 2**30:.1f} GiB "
-            f"(about {need / 2**30:.1f} GiB at {states:,} states, depth {depth}); try " + ", or ".join(hints))
+    return (f"{title}: exploring needs more than the memory bound of {_size(limit)} "
+            f"(about {_size(need)} at {states:,} states, depth {depth}); try " + ", or ".join(hints))
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
 
 
 class _Checks:
