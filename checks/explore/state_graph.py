@@ -19,7 +19,7 @@ For example::
     >>> res = explore_batched(FlightSpec(SCENARIOS["burst2"]))
     >>> g = res.state_graph
     >>> g.num_states, g.depth_of(g.num_states - 1), res.graph.number_of_nodes()
-    (52, 14, 52)
+    (52, 13, 52)
 """
 
 from __future__ import annotations
