@@ -159,6 +159,7 @@ def register(app: typer.Typer) -> None:
             console = Console()
             title = f"{scn.name} · {scn.policy.label()} · variant {variant}"
             print_result(console, result, title=title)
+            console.print(f"explorer: {result.extra.get('engine', 'reference')}")
             if render is not None:
                 console.print(f"graph written to {render}")
         raise typer.Exit(0 if result.ok else 1)

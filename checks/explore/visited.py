@@ -36,13 +36,14 @@ class VisitedSet:
         self.words = words
         self.size = 0
         self.keys = np.empty((capacity, words), dtype=np.uint64)
+        self.hashes = np.empty(capacity, dtype=np.uint32)  # high half of each key's hash, to rehash fast
         self._bits = 12
         self.table = np.full(1 << self._bits, _EMPTY, dtype=np.int32)
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the keys and the table."""
-        return self.keys.nbytes + self.table.nbytes
+        return self.keys.nbytes + self.hashes.nbytes + self.table.nbytes
 
     def block(self, start: int, stop: int) -> np.ndarray:
         """The keys of ids ``start .. stop - 1`` as ``(words, stop - start)``, one row per word."""
@@ -54,34 +55,48 @@ class VisitedSet:
         cap = self.keys.shape[0]
         while cap < n:
             cap = int(cap * 1.5) + 1
-        return self.words * 8 * cap + 4 * (1 << self._table_bits(n))
+        return (self.words * 8 + 4) * cap + 4 * (1 << self._table_bits(n))
 
     def _table_bits(self, n: int) -> int:
         """Table size for ``n`` keys: load at most 1/2; grown fourfold while small, to rehash less."""
         bits = self._bits
         while (1 << bits) < 2 * n:
-            bits += 2 if bits < 26 else 1
+            bits += 2 if bits < 24 else 1
         return bits
 
-    def reserve(self, extra: int) -> None:
-        """Make room for ``extra`` more states (keys array and table), keeping the load under 1/2."""
-        n = self.size + extra
+    def _reserve_keys(self, n: int) -> None:
         if n > self.keys.shape[0]:
             cap = self.keys.shape[0]
             while cap < n:
                 cap = int(cap * 1.5) + 1
             keys = np.empty((cap, self.words), dtype=np.uint64)
             keys[: self.size] = self.keys[: self.size]
-            self.keys = keys
+            hashes = np.empty(cap, dtype=np.uint32)
+            hashes[: self.size] = self.hashes[: self.size]
+            self.keys, self.hashes = keys, hashes
+
+    def _grow_table(self, n: int, stored: int) -> np.ndarray | None:
+        """Make the table hold ``n`` keys at load 1/2, re-placing ids ``0 .. stored - 1``; returns
+        where each of them went (None when the table was big enough)."""
         bits = self._table_bits(n)
-        if bits != self._bits:
-            self._bits = bits
-            self.table = np.full(1 << bits, _EMPTY, dtype=np.int32)
-            ids = np.arange(self.size, dtype=np.int32)
-            self._place(self._slots(self.block(0, self.size)), ids)
+        if bits == self._bits:
+            return None
+        self._bits = bits
+        self.table = np.full(1 << bits, _EMPTY, dtype=np.int32)
+        ids = np.arange(stored, dtype=np.int32)
+        home = (self.hashes[:stored] >> np.uint32(32 - bits)).astype(np.int64)
+        return self._place(home, ids)
+
+    def reserve(self, extra: int) -> None:
+        """Make room for ``extra`` more states (keys array and table), keeping the load under 1/2."""
+        self._reserve_keys(self.size + extra)
+        self._grow_table(self.size + extra, self.size)
 
     def _slots(self, keys: np.ndarray) -> np.ndarray:
-        return (hash_keys(keys) >> np.uint64(64 - self._bits)).astype(np.int64)
+        return self._home(hash_keys(keys))
+
+    def _home(self, h: np.ndarray) -> np.ndarray:
+        return (h >> np.uint64(64 - self._bits)).astype(np.int64)
 
     def _place(self, slot: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Write distinct new ``ids`` into free slots, probing from ``slot``; returns where each went."""
@@ -131,42 +146,55 @@ class VisitedSet:
 
         Returns the id of every candidate and, for each new state in id order, the index of the
         candidate that discovered it first (the smallest rank among those that resolve to it).
+        The table grows during the batch as new states are claimed, so it is sized by the states
+        added, not by the candidates (most of which are states seen before).
         """
         num = keys.shape[1]
-        self.reserve(num)
+        self._reserve_keys(self.size + num)
         base = self.size
-        mask = (1 << self._bits) - 1
-        slot = self._slots(keys)
+        h = hash_keys(keys)
+        slot = self._home(h)
         ids = np.full(num, -1, dtype=np.int64)
-        claimed: list[np.ndarray] = []
+        claim = np.empty(num, dtype=np.int64)  # table slot of provisional id base + k
         nprov = 0
         pending = np.arange(num)
+        first_round = True
         while len(pending):
-            s = slot[pending]
+            mask = (1 << self._bits) - 1
+            s = slot if first_round else slot[pending]
+            first_round = False
             t = self.table[s]
             empty = t == _EMPTY
             occ, so, to = pending[~empty], s[~empty], t[~empty]
+            cand, cs = pending[empty], s[empty]
             eq = self._equal(to, keys, occ)
             ids[occ[eq]] = to[eq]
             moved = occ[~eq]
             slot[moved] = (so[~eq] + 1) & mask
-            cand, cs = pending[empty], s[empty]
-            if len(cand):
-                # Several candidates may want one free slot: one wins, the rest look again next round.
-                marker = -2 - np.arange(len(cand), dtype=np.int32)
-                self.table[cs] = marker
-                won = self.table[cs] == marker
-                wc, ws = cand[won], cs[won]
-                start = base + nprov
-                pid = start + np.arange(len(wc))
-                nprov += len(wc)
-                self.table[ws] = pid
-                self.keys[start: start + len(wc)] = keys[:, wc].T
-                ids[wc] = pid
-                claimed.append(ws)
-                pending = np.concatenate([moved, cand[~won]])
-            else:
+            if not len(cand):
                 pending = moved
+                continue
+            where = self._grow_table(base + nprov + len(cand), base + nprov)
+            if where is not None:
+                # The table was rebuilt: provisional ids moved, and the candidates still looking
+                # start again from their home slots in the larger table.
+                claim[:nprov] = where[base:]
+                pending = np.concatenate([moved, cand])
+                slot[pending] = self._home(h[pending])
+                continue
+            # Several candidates may want one free slot: one wins, the rest look again next round.
+            marker = -2 - np.arange(len(cand), dtype=np.int32)
+            self.table[cs] = marker
+            won = self.table[cs] == marker
+            wc, ws = cand[won], cs[won]
+            start = base + nprov
+            self.table[ws] = start + np.arange(len(wc), dtype=np.int32)
+            self.keys[start: start + len(wc)] = keys[:, wc].T
+            self.hashes[start: start + len(wc)] = (h[wc] >> np.uint64(32)).astype(np.uint32)
+            ids[wc] = start + np.arange(len(wc))
+            claim[nprov: nprov + len(wc)] = ws
+            nprov += len(wc)
+            pending = np.concatenate([moved, cand[~won]])
         if not nprov:
             return ids, np.empty(0, dtype=np.int64)
         # Number the new states by their first discovery, as a breadth-first queue would.
@@ -181,8 +209,8 @@ class VisitedSet:
         inverse = np.empty(nprov, dtype=np.int64)
         inverse[order] = np.arange(nprov)
         self.keys[base: base + nprov] = np.take(self.keys, base + order, axis=0)
-        slots = np.concatenate(claimed)
-        self.table[slots[order]] = base + np.arange(nprov, dtype=np.int32)
+        self.hashes[base: base + nprov] = self.hashes[base + order]
+        self.table[claim[:nprov][order]] = base + np.arange(nprov, dtype=np.int32)
         ids[fresh] = base + inverse[prov]
         self.size = base + nprov
         return ids, finder[order]
