@@ -71,9 +71,10 @@ class StateCodec:
             self._or_into(out[self.word[j]], j, col)
         return out
 
-    def repack(self, parent_keys: np.ndarray, changed: dict[int, Any]) -> np.ndarray:
-        """The keys of states equal to ``parent_keys`` except in the ``changed`` slots."""
-        out = parent_keys.copy()
+    def repack(self, parent_keys: np.ndarray, changed: dict[int, Any], *, in_place: bool = False) -> np.ndarray:
+        """The keys of states equal to ``parent_keys`` except in the ``changed`` slots (written over
+        ``parent_keys`` itself with ``in_place``)."""
+        out = parent_keys if in_place else parent_keys.copy()
         clear = [_U64(0)] * self.words
         for j in changed:
             clear[self.word[j]] |= self.slot_bits[j]
@@ -110,7 +111,11 @@ class StateCodec:
         """True when some value of slot ``j`` leaves the layout's range (and would not pack)."""
         lo, hi = self._lo[j], int(self.hi[j])
         if type(col) is np.ndarray:
-            return bool(col.size) and (int(col.min()) < lo or int(col.max()) > hi)
+            if not col.size:
+                return False
+            if lo == 0 and col.dtype == np.int16:
+                return int(col.view(np.uint16).max()) > hi  # a negative value reads as >= 2**15
+            return int(col.min()) < lo or int(col.max()) > hi
         return not lo <= int(col) <= hi
 
     def pack_states(self, states: Sequence[Sequence[int]]) -> np.ndarray:

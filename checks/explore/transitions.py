@@ -112,9 +112,20 @@ class BatchedTransitions:
 
     # ------------------------------------------------------------------ reading a batch
     def guards(self, cols: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """One boolean mask per action (in ``spec.actions`` order) over the batch."""
+        """One boolean mask per action (in ``spec.actions`` order) over the batch (read-only: a
+        guard that folds to a constant gets one shared array)."""
         n = len(cols[0])
-        return [as_mask(self.spec.guard(cols, a), n) for a in self.actions]
+        const = {True: None, False: None}
+        out = []
+        for a in self.actions:
+            g = self.spec.guard(cols, a)
+            if type(g) is not np.ndarray or g.shape != (n,):
+                g = bool(g)
+                if const[g] is None:
+                    const[g] = np.full(n, g)
+                g = const[g]
+            out.append(g if g.dtype == np.bool_ else g != 0)
+        return out
 
     def holds(self, prop: Any, cols: Sequence[np.ndarray]) -> np.ndarray:
         """A property's (or any ``holds``-predicate's) value on every state of the batch."""
@@ -157,7 +168,7 @@ class BatchedTransitions:
             parts_rows.append(rows)
             parts_act.append(np.full(len(rows), k, dtype=np.int64))
             if canonicalize is None:
-                parts.append(self.codec.repack(keys[:, rows], changed))
+                parts.append(self.codec.repack(keys[:, rows], changed, in_place=True))
             else:
                 parts.append([_full(changed[j], len(rows), self.codec.dtype) if j in changed
                               else sub[j] if type(sub[j]) is np.ndarray else cols[j][rows]

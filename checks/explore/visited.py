@@ -54,21 +54,21 @@ class VisitedSet:
         n = self.size + extra
         cap = self.keys.shape[0]
         while cap < n:
-            cap = int(cap * 1.5) + 1
+            cap *= 2
         return (self.words * 8 + 4) * cap + 4 * (1 << self._table_bits(n))
 
     def _table_bits(self, n: int) -> int:
-        """Table size for ``n`` keys: load at most 1/2; grown fourfold while small, to rehash less."""
+        """Table size for ``n`` keys: load at most 1/2; grown fourfold up to 2**26 slots, to rehash less."""
         bits = self._bits
         while (1 << bits) < 2 * n:
-            bits += 2 if bits < 24 else 1
+            bits += 2 if bits < 26 else 1
         return bits
 
     def _reserve_keys(self, n: int) -> None:
         if n > self.keys.shape[0]:
             cap = self.keys.shape[0]
             while cap < n:
-                cap = int(cap * 1.5) + 1
+                cap *= 2
             keys = np.empty((cap, self.words), dtype=np.uint64)
             keys[: self.size] = self.keys[: self.size]
             hashes = np.empty(cap, dtype=np.uint32)
