@@ -107,7 +107,7 @@ def explore_batched(spec: Any, *, symmetry: bool = True, max_states: int = 2_000
     if sym is not None:
         sym.canonicalize(init_cols)
     visited.insert(codec.pack(init_cols, 1), np.zeros(1, dtype=np.int64))
-    parents, pacts = [np.array([-1], dtype=np.int64)], [np.array([-1], dtype=np.int16)]
+    parents, pacts = [np.array([-1], dtype=np.int32)], [np.array([-1], dtype=np.int16)]
     edges: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     level_start = [0]
     num_edges = 0
@@ -140,7 +140,7 @@ def explore_batched(spec: Any, *, symmetry: bool = True, max_states: int = 2_000
                 ids, finder = visited.insert(cand, rows * A + act)
                 if visited.size > max_states:
                     raise StateLimitExceeded(f"more than {max_states} states; use a smaller scenario or raise --max-states")
-                parents.append(a + rows[finder])
+                parents.append((a + rows[finder]).astype(np.int32))
                 pacts.append(act[finder].astype(np.int16))
                 if keep_edges:
                     edges.append(((a + rows).astype(np.int32), ids.astype(np.int32), act.astype(np.int16)))
@@ -211,7 +211,7 @@ class _Checks:
         self.live_bits: list[np.ndarray] = []
         self.engine_bits: list[np.ndarray] = []
         nbytes = (len(bt.engine) + 7) // 8
-        self.bytes_per_state = 10 + (8 + nbytes if self.liveness else 0)
+        self.bytes_per_state = 6 + (8 + nbytes if self.liveness else 0)
 
     def visit(self, base: int, cols: list, masks: list) -> None:
         """Record what holds in the batch of states ``base, base + 1, ...``."""

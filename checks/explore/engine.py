@@ -29,8 +29,8 @@ from flightcheck.checks.explore.result import ExploreResult
 from flightcheck.spec.properties import Property
 
 ENGINES: tuple[str, ...] = ("auto", "reference", "batched")
-# States up to which the reference explorer is used by "auto" (both take a few tens of milliseconds).
-AUTO_THRESHOLD = 300
+# States up to which "auto" uses the reference explorer: about where the two cost the same (BENCHMARKS.md).
+AUTO_THRESHOLD = 250
 
 
 def supports_batched(spec: Any) -> bool:

@@ -48,7 +48,7 @@ class StateGraph:
     codec: StateCodec
     actions: tuple
     keys: np.ndarray          # (words, num_states) uint64, by id
-    parent: np.ndarray        # (num_states,) int64, -1 for the initial state
+    parent: np.ndarray        # (num_states,) int32, -1 for the initial state
     parent_action: np.ndarray  # (num_states,) int16 index into actions, -1 for the initial state
     level_start: np.ndarray   # first id of each depth, then num_states
     src: np.ndarray | None = None

@@ -81,12 +81,16 @@ class VisitedSet:
         bits = self._table_bits(n)
         if bits == self._bits:
             return None
+        # Taking the ids in the order of the old table's slots keeps the writes into the new table
+        # nearly sequential: a key's new home slot extends its old one by the next bits of its hash.
+        old = self.table
+        ids = old[old != _EMPTY].astype(np.int64)
         self._bits = bits
         self.table = np.full(1 << bits, _EMPTY, dtype=np.int32)
-        ids = np.arange(stored, dtype=np.int32)
-        home = (self.hashes[:stored] >> np.uint32(32 - bits)).astype(np.int64)
-        return self._place(home, ids)
-
+        home = (self.hashes[ids] >> np.uint32(32 - bits)).astype(np.int64)
+        where = np.empty(stored, dtype=np.int64)
+        where[ids] = self._place(home, ids, fresh=True)
+        return where
     def reserve(self, extra: int) -> None:
         """Make room for ``extra`` more states (keys array and table), keeping the load under 1/2."""
         self._reserve_keys(self.size + extra)
@@ -98,20 +102,26 @@ class VisitedSet:
     def _home(self, h: np.ndarray) -> np.ndarray:
         return (h >> np.uint64(64 - self._bits)).astype(np.int64)
 
-    def _place(self, slot: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        """Write distinct new ``ids`` into free slots, probing from ``slot``; returns where each went."""
+    def _place(self, slot: np.ndarray, ids: np.ndarray, fresh: bool = False) -> np.ndarray:
+        """Write distinct new ``ids`` into free slots, probing from ``slot``; returns where each went.
+        ``fresh``: the table is empty, so the first round needs no look at it."""
         mask = (1 << self._bits) - 1
         where = np.empty(len(ids), dtype=np.int64)
         pending = np.arange(len(ids))
         slot = slot.copy()
         while len(pending):
             s = slot[pending]
-            free = self.table[s] == _EMPTY
-            cand, cs = pending[free], s[free]
-            self.table[cs] = ids[cand]
-            won = self.table[cs] == ids[cand]
+            if fresh:
+                cand, cs, busy = pending, s, pending[:0]
+                fresh = False
+            else:
+                free = self.table[s] == _EMPTY
+                cand, cs, busy = pending[free], s[free], pending[~free]
+            vals = ids[cand].astype(np.int32)
+            self.table[cs] = vals
+            won = self.table[cs] == vals
             where[cand[won]] = cs[won]
-            lost = np.concatenate([pending[~free], cand[~won]])
+            lost = np.concatenate([busy, cand[~won]])
             slot[lost] = (slot[lost] + 1) & mask
             pending = lost
         return where

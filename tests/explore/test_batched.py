@@ -251,3 +251,12 @@ def test_numpy_dispatch_of_the_expression_layer_matches_plain_values():
         assert int(Sum([x > 0, y > 0, x == y, 2])[k]) == Sum([a > 0, b > 0, a == b, 2])
         assert int(pick([10, 20, 30], x, default=-1)[k]) == pick([10, 20, 30], a, default=-1)
     assert If(x > 0, 1, 0).dtype == np.int16 and And(x > 0, False) is False and Or(True, x > 0) is True
+
+
+def test_the_two_thread_pipeline_and_any_chunk_size_give_the_same_result():
+    spec = VARIANTS["forget-at-release"].build(SCENARIOS["burst3-abort"])
+    base = explore_batched(spec, symmetry=False)
+    for kwargs in (dict(threads=True), dict(threads=True, chunk=97), dict(chunk=1)):
+        other = explore_batched(spec, symmetry=False, **kwargs)
+        assert summary(other) == summary(base) and safety_paths(other) == safety_paths(base), kwargs
+        assert (other.state_graph.keys == base.state_graph.keys).all()
