@@ -9,6 +9,7 @@ from flightcheck.impl.errors import InvalidConfigError
 COORDINATIONS = ("none", "single-flight")
 RELEASE_POINTS = ("after-prefill", "on-completion")
 PUBLICATIONS = ("incremental", "on-completion")
+LEADER_LOSSES = ("release-all", "promote")
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,19 +22,23 @@ class EngineConfig:
       and its shareable pages are published) or "on-completion" (the leader finished);
     - ``publication``: "incremental" (completed prompt pages are published after every forward pass)
       or "on-completion" (at finish);
+    - ``leader_loss``: when a flight's leader is aborted or fails before the release point,
+      "release-all" (every follower computes what is not cached) or "promote" (the first follower
+      leads the flight, the others keep waiting);
     - ``prefix_caching``: off means no lookups and no publication (the baseline for output equality);
     - ``max_running``: the capacity bound on requests in prefill or decode;
     - ``prefill_chunk_pages``: the prefill token budget of one step, in whole pages;
     - ``num_pages``: KV pages in the pool (16 tokens each);
     - ``max_context``: the longest sequence (prompt + output), None for the model's own limit;
-    - ``follower_wait_bound``: a follower blocked for more than this many steps is released alone
-      and computes for itself (None: wait for the flight, the default);
+    - ``follower_wait_bound``: a follower blocked for more than this many steps expires: it leaves the
+      flight and computes for itself (None: wait for the flight, the default);
     - ``seed``: the base of per-request seeds when a request gives none.
     """
 
     coordination: str = "single-flight"
     release: str = "after-prefill"
     publication: str = "incremental"
+    leader_loss: str = "release-all"
     prefix_caching: bool = True
     max_running: int = 8
     prefill_chunk_pages: int = 32
@@ -44,7 +49,7 @@ class EngineConfig:
 
     def __post_init__(self) -> None:
         for name, allowed in (("coordination", COORDINATIONS), ("release", RELEASE_POINTS),
-                              ("publication", PUBLICATIONS)):
+                              ("publication", PUBLICATIONS), ("leader_loss", LEADER_LOSSES)):
             if getattr(self, name) not in allowed:
                 raise InvalidConfigError(f"config.{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
         for name in ("max_running", "prefill_chunk_pages", "num_pages"):

@@ -6,7 +6,12 @@ Three plain structures and nothing else:
   the flight id is the leader's request id;
 - ``index``: exact input token ids -> the open flight for that input;
 - ``released_request_ids``: requests that are live but belong to no flight (released followers, a
-  leader whose flight was released early, every request under coordination "none").
+  leader whose flight was released early, followers whose wait expired, every request under
+  coordination "none").
+
+A flight is named by the request that opened it; its leader may change: when the leader is lost
+(aborted, or its forward pass failed) before the release point, ``promote`` hands the flight to its
+first follower of the same input, the others keep waiting.
 
 Why no Active/Draining flight state: a released flight has nothing left to coordinate; the only thing
 still needed is to recognise its requests when they terminate, which the released set does across
@@ -88,10 +93,27 @@ class Coordinator:
             self.released_request_ids.add(flight.leader_request_id)
         return followers
 
-    def release_follower(self, flight_id: int, request_id: int) -> None:
-        """Releases one follower ahead of its flight (the optional follower wait bound)."""
+    def expire(self, flight_id: int, request_id: int) -> None:
+        """A follower whose wait ran out leaves its flight for the released set (ahead of the flight)."""
         self.flights[flight_id].follower_request_ids.remove(request_id)
         self.released_request_ids.add(request_id)
+
+    def can_promote(self, flight_id: int) -> int | None:
+        """The follower a lost leader's flight would be handed to: the first one still waiting, or None."""
+        flight = self.flights[flight_id]
+        if flight.is_leader_live or not flight.follower_request_ids:
+            return None
+        return flight.follower_request_ids[0]
+
+    def promote(self, flight_id: int) -> int:
+        """Hands a lost leader's flight to its first follower, which leads it from now on; returns its ID."""
+        request_id = self.can_promote(flight_id)
+        assert request_id is not None, f"flight {flight_id} has no follower to promote"
+        flight = self.flights[flight_id]
+        flight.follower_request_ids.popleft()
+        flight.leader_request_id = request_id
+        flight.is_leader_live = True
+        return request_id
 
     # --- terminate -----------------------------------------------------------------------------
     def terminate(self, request_id: int) -> Termination:

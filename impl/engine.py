@@ -9,7 +9,7 @@ For example::
 
     engine = Engine(ModelRunner(tiny_model(), num_pages=256), config=EngineConfig(num_pages=256))
     results = engine.generate([[1, 2, 3] * 20] * 4, SamplingParams(max_tokens=8))
-    engine.counters["recovered_tokens"]   # 3 followers x 48 tokens = 144
+    engine.counters["num_recovered_tokens"]   # 3 followers x 48 tokens = 144
 
 Bad input (an empty prompt, a prompt longer than the context, out-of-range sampling values, unknown
 request IDs) raises an ``EngineError`` subclass naming the problem before anything changes.
@@ -49,17 +49,19 @@ class Result:
     prompt_token_ids: tuple[int, ...]
     output_token_ids: list[int]      # without a final end-of-sequence token
     text: str | None                 # decoded output, cut before a stop string; None without a tokenizer
-    finish_reason: str | None        # "eos", "stop", "length" or "abort"
+    finish_reason: str | None        # "eos", "stop", "length", "abort" or "error"
     recovered_tokens: int
     ttft_s: float | None
     completion_s: float | None
+    error: str | None = None         # why it failed (finish_reason "error")
 
 
 class Engine:
     """A paged-KV, prefix-caching, single-flight LLM engine over a ``ModelRunner``."""
 
     def __init__(self, runner, tokenizer: TextCodec | None = None, config: EngineConfig | None = None, *,
-                 eos_token_ids: Sequence[int] = (), event_log_path: str | None = None, model_name: str = "custom") -> None:
+                 eos_token_ids: Sequence[int] = (), event_log_path: str | None = None, model_name: str = "custom",
+                 event_history: int | None = None) -> None:
         self.config = config or EngineConfig(num_pages=runner.num_pages)
         if self.config.num_pages != runner.num_pages:
             raise InvalidConfigError(f"config.num_pages is {self.config.num_pages} but the runner's pools hold "
@@ -69,11 +71,15 @@ class Engine:
         self.model_name = model_name
         self.context = min(self.config.max_context or runner.max_positions, runner.max_positions)
         cfg = self.config
+        # Why every option: a log read later (flightcheck validate) must know all the spec needs.
         self.events = EventLog(event_log_path, header={
             "policy": {"coordination": cfg.coordination, "release": cfg.release, "publication": cfg.publication,
+                       "leader_loss": cfg.leader_loss, "prefix_caching": cfg.prefix_caching,
                        "capacity": cfg.max_running, "chunk": cfg.prefill_chunk_pages},
+            "pool": {"num_pages": cfg.num_pages, "page_size": runner.page_size},
+            "follower_wait_bound": cfg.follower_wait_bound, "context": self.context,
             "model": model_name,
-        })
+        }, keep=event_history)
         self.scheduler = Scheduler(runner, self.config, self.events, eos_token_ids=frozenset(eos_token_ids),
                                    detokenize=tokenizer.decode if tokenizer is not None else None)
         self._next_request_id = 0
@@ -81,28 +87,32 @@ class Engine:
 
     @classmethod
     def smollm2(cls, config: EngineConfig | None = None, *, path: str | None = None, dequantize: bool | None = None,
-                event_log_path: str | None = None) -> "Engine":
+                event_log_path: str | None = None, event_history: int | None = None, model=None) -> "Engine":
         """The engine over the real SmolLM2-135M (the cached, verified GGUF), its tokenizer and EOS.
-        ``dequantize=None`` lets the loader choose (float32 when the fast BLAS is in effect)."""
+        ``dequantize=None`` lets the loader choose (float32 when the fast BLAS is in effect).
+        ``model``: a ``load_smollm2()`` triple already loaded, so that benchmarks build one engine per
+        configuration over the same weights."""
         from flightcheck.impl.gguf import load_smollm2
         from flightcheck.impl.runner import ModelRunner
 
         config = config or EngineConfig()
-        model, tokenizer, info = load_smollm2(path, dequantize)
+        weights_model, tokenizer, info = model if model is not None else load_smollm2(path, dequantize)
         weights = "float32 (dequantized)" if info.is_dequantized else "4-bit"
-        return cls(ModelRunner(model, num_pages=config.num_pages), tokenizer, config,
+        return cls(ModelRunner(weights_model, num_pages=config.num_pages), tokenizer, config,
                    eos_token_ids=[tokenizer.eos_id], event_log_path=event_log_path,
-                   model_name=f"{info.name}, {weights} weights")
+                   model_name=f"{info.name}, {weights} weights", event_history=event_history)
 
     @classmethod
-    def tiny(cls, config: EngineConfig | None = None, *, seed: int = 0, event_log_path: str | None = None) -> "Engine":
+    def tiny(cls, config: EngineConfig | None = None, *, seed: int = 0, event_log_path: str | None = None,
+             event_history: int | None = None) -> "Engine":
         """The engine over the tiny random-weight model (token-id prompts only; no tokenizer, no EOS)."""
         from flightcheck.impl.runner import ModelRunner
         from flightcheck.impl.tiny import tiny_model
 
         config = config or EngineConfig()
         return cls(ModelRunner(tiny_model(seed), num_pages=config.num_pages), None, config,
-                   event_log_path=event_log_path, model_name=f"tiny random Llama (seed {seed})")
+                   event_log_path=event_log_path, model_name=f"tiny random Llama (seed {seed})",
+                   event_history=event_history)
 
     # --- requests ------------------------------------------------------------------------------
     def add_request(self, prompt: str | Sequence[int], sampling: SamplingParams | dict[str, Any] | None = None) -> int:
@@ -172,6 +182,18 @@ class Engine:
         self._known(request_id)
         self.scheduler.abort(request_id)
 
+    def forget(self, request_id: int) -> None:
+        """Drops a terminated request's record (output, timings), so that a long-running server keeps a
+        bounded history; afterwards ``result`` and ``phase`` raise ``UnknownRequestError`` for it, and so
+        do ``abort``/``notify_termination``, as for any terminated request. A live request raises."""
+        request = self.scheduler.requests.get(request_id)
+        if request is None:
+            raise UnknownRequestError(request_id, "never submitted or already forgotten")
+        if request.phase.is_live:
+            raise EngineError(f"request {request_id} is {request.phase.value}; only a terminated request can be forgotten")
+        # Why nothing else to clean: a terminated request holds no pages and the coordinator has let it go.
+        del self.scheduler.requests[request_id]
+
     def notify_termination(self, request_id: int) -> None:
         """A termination notice from outside: a live request is terminated (as an abort); a notice for an
         ID that was never submitted or already terminated is rejected: logged, raised, nothing changed."""
@@ -183,6 +205,19 @@ class Engine:
         except UnknownRequestError as error:
             self.events.emit("notify", request=request_id, accepted=False, error=str(error))
             raise
+
+    def expire(self, request_id: int) -> None:
+        """A blocked follower stops waiting for its flight (a client-side deadline): it computes for itself.
+        An unknown or terminated ID raises ``UnknownRequestError``; a request that is not blocked, ``EngineError``."""
+        request = self._live(request_id)
+        if not self.scheduler.can_expire(request_id):
+            raise EngineError(f"request {request_id} is {request.phase.value}, not a blocked follower: nothing to expire")
+        self.scheduler.expire(request_id)
+
+    def inject_fault(self, request_id: int) -> None:
+        """Test hook: the next forward pass that computes for this request gives non-finite logits for it,
+        so the engine fails that request (and no other). Raises for a request that is not live."""
+        self._live(request_id).fault_pending = True
 
     def hold(self, request_id: int) -> None:
         """Test barrier: the request's prefill does not run until ``resume`` (it may still be admitted)."""
@@ -212,9 +247,9 @@ class Engine:
         return num_steps
 
     def _step_or_stall(self) -> None:
-        num_events = len(self.events.events)
+        num_events = self.events.num_emitted
         self.step()
-        if len(self.events.events) > num_events:
+        if self.events.num_emitted > num_events:
             self._num_idle_steps = 0
             return
         # Why a margin: a blocked follower may still be counting towards its wait bound.
@@ -255,7 +290,8 @@ class Engine:
             cut = find_stop(text, request.sampling.stop) if request.sampling.stop else None
             text = text if cut is None else text[:cut]
         return Result(request.request_id, request.role, request.token_ids, list(tokens), text,
-                      request.finish_reason, request.recovered_tokens, request.ttft_s, request.completion_s)
+                      request.finish_reason, request.recovered_tokens, request.ttft_s, request.completion_s,
+                      request.error)
 
     def generate(self, prompts: Sequence[str | Sequence[int]],
                  sampling: SamplingParams | dict[str, Any] | Sequence[SamplingParams] | None = None) -> list[Result]:
@@ -299,14 +335,18 @@ class Engine:
         return (self._next_request_id, self.scheduler.snapshot())
 
     def check_invariants(self) -> None:
-        """Asserts the pool's partition and that every reference is held by a live request's block table."""
+        """Asserts the pool's partition and that every reference is held by a live request's block table
+        (a waiting request's are its pins: cached pages only)."""
         pool = self.scheduler.pool
         pool.check_invariants()
         refs = [0] * pool.num_pages
         for request in self.scheduler.requests.values():
-            if request.phase in (Phase.PREFILL, Phase.DECODE):
+            if request.phase in (Phase.PREFILL, Phase.DECODE, Phase.WAITING):
                 for page_id in request.block_table:
                     refs[page_id] += 1
+                if request.phase is Phase.WAITING:
+                    assert all(pool.pages[p].is_cached for p in request.block_table), \
+                        f"waiting request {request.request_id} pins a page that is not cached"
             else:
                 assert not request.block_table, f"request {request.request_id} ({request.phase.value}) holds pages"
         assert refs == [p.ref_count for p in pool.pages], "page references out of step with block tables"

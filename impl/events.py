@@ -1,8 +1,9 @@
 """The engine's structured event log, in the spec's action vocabulary, as JSON lines.
 
 Each event is a dict ``{"seq": n, "action": NAME, ...fields}``; NAME is one of ``ACTIONS``. The log
-keeps every event in memory, optionally appends each one to a file as it happens, and calls any
-registered listeners synchronously, so that a runtime monitor can check each event against the spec
+keeps every event in memory (or, with ``keep=N``, the last N: a long-running server must not grow
+without bound), optionally appends each one to a file as it happens, and calls any registered
+listeners synchronously, so that a runtime monitor can check each event against the spec
 the moment it is emitted (an exception from a listener propagates to the engine's caller).
 """
 
@@ -11,11 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import IO, Any
 
+# The spec's action vocabulary, in the spec's order (tests/conform/test_vocabulary.py holds them equal).
 ACTIONS = (
-    "arrive", "admit", "prefill", "publish", "release", "decode", "finish", "abort", "notify", "evict",
+    "arrive", "admit", "prefill", "publish", "release", "promote", "decode", "finish", "evict", "abort",
+    "notify", "expire", "fail",
 )
 
 Listener = Callable[[dict[str, Any]], None]
@@ -51,8 +55,12 @@ def _digest(prefix: bytes, token_ids: Iterable[int]) -> str:
 class EventLog:
     """An append-only list of events with optional JSON-lines file output and listeners."""
 
-    def __init__(self, path: str | None = None, header: dict[str, Any] | None = None) -> None:
-        self.events: list[dict[str, Any]] = []
+    def __init__(self, path: str | None = None, header: dict[str, Any] | None = None, *, keep: int | None = None) -> None:
+        if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 0):
+            raise ValueError(f"keep must be None or an integer >= 0, got {keep!r}")
+        # Why a deque only when bounded: checks/ slice the full list (events[before:]) of their engines.
+        self.events: list[dict[str, Any]] | deque[dict[str, Any]] = [] if keep is None else deque(maxlen=keep)
+        self.num_emitted = 0  # events ever emitted: the next ``seq``, whatever ``keep`` dropped
         self._listeners: list[Listener] = []
         self._file: IO[str] | None = open(path, "w", encoding="utf-8") if path else None
         # Why a header line: a log read later (flightcheck validate) must know the policy it ran under.
@@ -69,7 +77,8 @@ class EventLog:
     def emit(self, action: str, **fields: Any) -> dict[str, Any]:
         # Why assert: an action name outside the vocabulary is a bug in the engine, not bad input.
         assert action in ACTIONS, action
-        event = {"seq": len(self.events), "action": action, **fields}
+        event = {"seq": self.num_emitted, "action": action, **fields}
+        self.num_emitted += 1
         self.events.append(event)
         if self._file is not None:
             self._file.write(json.dumps(event) + "\n")

@@ -24,7 +24,7 @@ import mlx.nn as nn
 
 from flightcheck.impl.blas import blas_status, mx, warn_if_slow
 from flightcheck.impl.llama import Model, ModelArgs
-from flightcheck.impl.model_file import ModelFileError, locate
+from flightcheck.impl.model_file import ModelFileError, loading, locate
 
 GROUP_SIZE = 32  # MLX's GGUF reader converts Q4_0/Q4_1/Q8_0 blocks of 32 into affine groups of 32
 
@@ -56,7 +56,7 @@ class ModelInfo:
 
 def _scalar(meta: dict[str, Any], key: str) -> Any:
     if key not in meta:
-        raise ModelFileError(f"GGUF metadata has no {key!r}; this is not a Llama GGUF file")
+        raise ModelFileError(f"has no {key!r} in its GGUF metadata (not a Llama GGUF file)")
     value = meta[key]
     return value.item() if hasattr(value, "item") else value
 
@@ -65,7 +65,7 @@ def args_from_metadata(meta: dict[str, Any]) -> ModelArgs:
     """ModelArgs from ``llama.*`` GGUF metadata keys."""
     arch = meta.get("general.architecture")
     if arch != "llama":
-        raise ModelFileError(f"GGUF general.architecture is {arch!r}, only 'llama' is supported")
+        raise ModelFileError(f"has GGUF general.architecture {arch!r}; only 'llama' is supported")
     tokens = meta.get("tokenizer.ggml.tokens")
     vocab = int(_scalar(meta, "llama.vocab_size")) if "llama.vocab_size" in meta else len(tokens)
     return ModelArgs(
@@ -87,11 +87,11 @@ def _rename(gguf_name: str) -> str:
     if match:
         layer, part, leaf = match.groups()
         if part not in _LAYER_NAMES:
-            raise ModelFileError(f"unexpected GGUF tensor {gguf_name!r} (not a Llama layer weight)")
+            raise ModelFileError(f"holds an unexpected GGUF tensor {gguf_name!r} (not a Llama layer weight)")
         return f"model.layers.{layer}.{_LAYER_NAMES[part]}.{leaf}"
     base, leaf = gguf_name.rsplit(".", 1)
     if base not in _TOP_NAMES:
-        raise ModelFileError(f"unexpected GGUF tensor {gguf_name!r}")
+        raise ModelFileError(f"holds an unexpected GGUF tensor {gguf_name!r}")
     return f"{_TOP_NAMES[base]}.{leaf}"
 
 
@@ -106,7 +106,7 @@ def read_gguf(path: Path) -> tuple[dict[str, mx.array], dict[str, Any]]:
     try:
         weights, meta = mx.load(str(path), return_metadata=True)
     except Exception as exc:  # MLX raises RuntimeError/ValueError with a terse message
-        raise ModelFileError(f"cannot read GGUF file {path}: {exc}") from exc
+        raise ModelFileError(f"cannot be read as GGUF ({exc})", path) from exc
     return weights, meta
 
 
@@ -140,15 +140,19 @@ def build_model(weights: dict[str, mx.array], meta: dict[str, Any], dequantize: 
 
 def load_model(path: str | Path | None = None, dequantize: bool | None = None,
                fuse: bool = True) -> tuple[Model, dict[str, Any], ModelInfo]:
-    """Verifies and loads the GGUF; ``dequantize=None`` chooses float32 on the CPU (see the module docstring)."""
+    """Verifies and loads the GGUF; ``dequantize=None`` chooses float32 on the CPU (see the module docstring).
+
+    Every failure of the file is a ModelFileError naming it, with the fix for where its path came from.
+    """
     start = time.perf_counter()
-    file = locate(path)
-    status = blas_status()
-    if dequantize is None:
-        dequantize = mx.default_device() == mx.cpu
-        warn_if_slow()
-    weights, meta = read_gguf(file)
-    model = build_model(weights, meta, dequantize, fuse)
+    with loading(path):
+        file = locate(path)
+        status = blas_status()
+        if dequantize is None:
+            dequantize = mx.default_device() == mx.cpu
+            warn_if_slow()
+        weights, meta = read_gguf(file)
+        model = build_model(weights, meta, dequantize, fuse)
     info = ModelInfo(path=str(file), args=model.args, is_dequantized=dequantize,
                      load_seconds=time.perf_counter() - start, blas=status.describe(),
                      name=str(meta.get("general.name", file.name)))
@@ -160,4 +164,5 @@ def load_smollm2(path: str | Path | None = None, dequantize: bool | None = None)
     from flightcheck.impl.tokenizer import GGUFTokenizer
 
     model, meta, info = load_model(path, dequantize)
-    return model, GGUFTokenizer.from_metadata(meta), info
+    with loading(path):
+        return model, GGUFTokenizer.from_metadata(meta), info

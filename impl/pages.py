@@ -164,12 +164,11 @@ class PagePool:
     # --- evict ---------------------------------------------------------------------------------
     def can_evict(self) -> bool:
         """Whether an unreferenced cached page exists (then an unreferenced leaf exists too)."""
-        return self._victim() is not None
+        return self.victim() is not None
 
-    def evict(self) -> Eviction:
-        """Evicts the least-recently-used unreferenced leaf page to the free list."""
-        page_id = self._victim()
-        assert page_id is not None, "evict() with no unreferenced cached page"
+    def evict(self, page_id: int) -> Eviction:
+        """Evicts ``page_id``, which must be the victim ``victim()`` names, to the free list."""
+        assert page_id is not None and page_id == self.victim(), f"evict({page_id}) of a page that is not the victim"
         page = self.pages[page_id]
         eviction = Eviction(page_id, page.index, page.key)
         del self.cached[page.key]
@@ -183,7 +182,8 @@ class PagePool:
         self.free_page_ids.append(page_id)
         return eviction
 
-    def _victim(self) -> int | None:
+    def victim(self) -> int | None:
+        """The least-recently-used unreferenced leaf page, or None."""
         # Why leaves only: evicting an inner page would strand its cached successors (a lookup walks
         # from page 0, so they could never hit again) while still holding their memory.
         best: Page | None = None

@@ -17,10 +17,11 @@ class Phase(str, Enum):
     DECODE = "decode"
     FINISHED = "finished"
     ABORTED = "aborted"
+    FAILED = "failed"
 
     @property
     def is_live(self) -> bool:
-        return self not in (Phase.FINISHED, Phase.ABORTED)
+        return self not in (Phase.FINISHED, Phase.ABORTED, Phase.FAILED)
 
 
 @dataclass(slots=True, eq=False)
@@ -36,14 +37,17 @@ class Request:
     role: str = "solo"
     flight_id: int | None = None
     phase: Phase = Phase.WAITING
-    block_table: list[int] = field(default_factory=list)
+    block_table: list[int] = field(default_factory=list)  # while waiting: its pins
     num_computed: int = 0                # tokens whose K/V are in the block table's pages
     num_hit_pages: int = 0
-    num_published: int = 0               # shareable pages already in the prefix cache (hits included)
+    num_published: int = 0               # cached pages it references from the front (hits, own, pins)
     num_pages_reserved: int = 0          # pages it may still allocate (admission reserved them)
     output_token_ids: list[int] = field(default_factory=list)
     finish_reason: str | None = None
     is_held: bool = False                # a test barrier: its prefill waits while held
+    is_expired: bool = False             # its wait as a follower ran out; it computes for itself
+    fault_pending: bool = False          # a test hook: its next forward pass gives non-finite logits
+    error: str | None = None             # why it failed
     num_wait_steps: int = 0
     arrival_time: float = 0.0
     first_token_time: float | None = None
@@ -81,4 +85,5 @@ class Request:
     def snapshot(self) -> tuple:
         return (self.request_id, self.phase.value, self.role, self.flight_id, tuple(self.block_table),
                 self.num_computed, self.num_hit_pages, self.num_published, self.num_pages_reserved,
-                tuple(self.output_token_ids), self.finish_reason, self.is_held, self.num_wait_steps)
+                tuple(self.output_token_ids), self.finish_reason, self.is_held, self.is_expired,
+                self.fault_pending, self.error, self.num_wait_steps)

@@ -6,9 +6,14 @@ once, then per request: record the prefill/decode, publish completed pages (incr
 release its flight if the release point is reached, and finish it if it is done.
 
 Every mutation is a guard/command pair named after the spec's action (``can_admit``/``admit``,
-``can_prefill``/``prefill``, ``can_publish``/``publish``, ``can_release``/``release``, ``decode``,
-``finish``, ``abort``, ``can_evict``/``evict``), and every command emits its event, so the event log
-is the sequence of spec actions the engine took.
+``can_prefill``/``prefill``, ``can_publish``/``publish``, ``can_decode``/``decode``,
+``can_finish``/``finish``, ``can_evict``/``evict``, and in :mod:`flightcheck.impl.flights`
+``can_release``/``release``, ``can_promote``/``promote``, ``can_expire``/``expire``, ``abort``,
+``can_fail``/``fail``), and every command emits its event, so the event log is the sequence of spec
+actions the engine took.
+
+A forward pass whose logits for one request are not finite fails that request (``fail``) and no other;
+``inject_fault`` (a test hook) makes the next pass's logits for a request non-finite.
 
 Memory: admission reserves every page a request may still need (prompt plus max_tokens, minus its
 hits) against the free and evictable pages, so a running request never waits for memory and nothing
@@ -28,6 +33,7 @@ from flightcheck.impl.config import EngineConfig
 from flightcheck.impl.coordinator import Coordinator
 from flightcheck.impl.errors import UnknownRequestError
 from flightcheck.impl.events import EventLog
+from flightcheck.impl.flights import FlightLifecycle
 from flightcheck.impl.pages import PagePool
 from flightcheck.impl.request import Phase, Request
 from flightcheck.impl.runner import SeqChunk
@@ -42,29 +48,43 @@ class Counters:
     num_forward_passes: int = 0
     num_prefill_tokens: int = 0        # prompt tokens actually computed
     num_decode_tokens: int = 0
-    pages_allocated: int = 0           # fresh pages taken from the free list (prefill and decode)
-    prefix_lookups: int = 0            # admissions that consulted the prefix cache
-    prefix_hits: int = 0               # ... of which found at least one page
-    hit_pages: int = 0
-    recovered_tokens: int = 0
-    pages_published: int = 0           # pages that entered the cache (deduplicated ones not counted)
-    pages_deduplicated: int = 0
-    pages_evicted: int = 0
-    flights_opened: int = 0
-    followers_released: int = 0
+    num_pages_allocated: int = 0           # fresh pages taken from the free list (prefill and decode)
+    num_prefix_lookups: int = 0            # admissions that consulted the prefix cache
+    num_prefix_hits: int = 0               # ... of which found at least one page
+    num_hit_pages: int = 0
+    num_recovered_tokens: int = 0
+    num_pages_published: int = 0           # pages that entered the cache (deduplicated ones not counted)
+    num_pages_deduplicated: int = 0
+    num_pages_evicted: int = 0
+    num_flights_opened: int = 0
+    num_followers_released: int = 0
+    num_pinned_pages: int = 0              # references released, expired and promoted followers took
+    num_promotions: int = 0
+    num_expiries: int = 0
+    num_failures: int = 0                  # requests whose forward pass failed
 
     def as_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(slots=True)
-class _Work:
+class Work:
+    """One request's share of a forward pass: its chunk, and its prefill units (0 for a decode)."""
+
     request: Request
     chunk: SeqChunk
-    num_units: int = 0  # prefill units (0 for a decode)
+    num_units: int = 0
 
 
-class Scheduler:
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """What ``can_admit`` found: the queue's head and the cached pages its lookup hit."""
+
+    request: Request
+    hit_ids: list[int]
+
+
+class Scheduler(FlightLifecycle):
     def __init__(self, runner, config: EngineConfig, events: EventLog, *, eos_token_ids: frozenset[int] = frozenset(),
                  detokenize: Callable[[list[int]], str] | None = None) -> None:
         self.runner = runner
@@ -106,11 +126,13 @@ class Scheduler:
         request.phase = Phase.BLOCKED if decision.role == "follower" else Phase.WAITING
         self.requests[request.request_id] = request
         if decision.role == "leader":
-            self.counters.flights_opened += 1
+            self.counters.num_flights_opened += 1
         if request.phase is Phase.WAITING:
             self.waiting.append(request)
         self.events.emit("arrive", request=request.request_id, role=request.role, flight=request.flight_id,
                          input=request.input_key, num_tokens=request.num_tokens,
+                         max_tokens=request.sampling.max_tokens, lifetime_pages=request.num_lifetime_pages,
+                         page_keys=request.page_keys,
                          t=round(max(request.arrival_time - self.events.started, 0.0), 6))
 
     # --- admit ---------------------------------------------------------------------------------
@@ -119,21 +141,38 @@ class Scheduler:
             return []
         return self.pool.lookup(request.token_ids, request.page_keys)
 
-    def can_admit(self) -> bool:
-        """The head of the waiting queue fits: capacity left, and every page it may need is reservable."""
-        if not self.waiting or self.num_running >= self.config.max_running:
-            return False
-        request = self.waiting[0]
+    def can_admit(self) -> Admission | None:
+        """The first waiting request (in arrival order) that fits: capacity left, and every page it may
+        need reservable; with the prefix-cache hits its admission takes (what ``admit`` needs, so the
+        lookup runs once).
+
+        Why not only the head of the queue: a released follower's pins hold cached pages that another
+        waiting request may need to evict, while the follower itself fits; admitting strictly in order
+        would leave both waiting forever (the conformance campaign found that deadlock)."""
+        if self.num_running >= self.config.max_running:
+            return None
+        for request in self.waiting:
+            admission = self._fit(request)
+            if admission is not None:
+                return admission
+        return None
+
+    def _fit(self, request: Request) -> Admission | None:
         hit_ids = self._lookup(request)
+        # Its pins are cached and referenced, so the lookup starts with them.
+        assert hit_ids[:request.num_published] == request.block_table, "a waiting request's pins are not its first hits"
         num_unreferenced_hits = sum(1 for p in hit_ids if self.pool.pages[p].ref_count == 0)
         num_needed = request.num_lifetime_pages - len(hit_ids)
-        return self.pool.num_available - num_unreferenced_hits - self.num_reserved >= num_needed
+        if self.pool.num_available - num_unreferenced_hits - self.num_reserved < num_needed:
+            return None
+        return Admission(request, hit_ids)
 
-    def admit(self) -> Request:
-        assert self.can_admit()
-        request = self.waiting.popleft()
-        hit_ids = self._lookup(request)
-        self.pool.acquire(hit_ids)
+    def admit(self, admission: Admission) -> Request:
+        """Admits the request ``can_admit`` chose, with the hits it found (nothing ran in between)."""
+        request, hit_ids = admission.request, admission.hit_ids
+        assert request.phase is Phase.WAITING and request in self.waiting, "admit() of a request that is not waiting"
+        self.waiting.remove(request)
+        self.pool.acquire(hit_ids[len(request.block_table):])  # the pins already hold their references
         request.block_table = list(hit_ids)
         request.num_hit_pages = request.num_published = len(hit_ids)
         request.num_computed = len(hit_ids) * self.page_size
@@ -141,36 +180,49 @@ class Scheduler:
         request.phase = Phase.PREFILL
         self.running.append(request)
         if self.config.prefix_caching:
-            self.counters.prefix_lookups += 1
-            self.counters.prefix_hits += bool(hit_ids)
-            self.counters.hit_pages += len(hit_ids)
-            self.counters.recovered_tokens += request.recovered_tokens
+            self.counters.num_prefix_lookups += 1
+            self.counters.num_prefix_hits += bool(hit_ids)
+            self.counters.num_hit_pages += len(hit_ids)
+            self.counters.num_recovered_tokens += request.recovered_tokens
         self.events.emit("admit", request=request.request_id, hit_pages=len(hit_ids),
                          recovered_tokens=request.recovered_tokens)
         return request
 
     # --- memory --------------------------------------------------------------------------------
-    def can_evict(self) -> bool:
-        return self.pool.can_evict()
+    def can_evict(self) -> int | None:
+        """The page an eviction would take now (the pool's LRU unreferenced leaf), or None."""
+        return self.pool.victim()
 
-    def evict(self) -> None:
-        eviction = self.pool.evict()
-        self.counters.pages_evicted += 1
+    def evict(self, page_id: int) -> None:
+        eviction = self.pool.evict(page_id)
+        self.counters.num_pages_evicted += 1
         self.events.emit("evict", page_id=eviction.page_id, index=eviction.index, key=eviction.key)
 
     def _allocate(self, request: Request, num: int) -> None:
         assert num <= request.num_pages_reserved, "allocation beyond the admission reservation"
         while not self.pool.can_allocate(num):
-            self.evict()
+            self.evict(self.can_evict())
         request.block_table.extend(self.pool.allocate(num))
-        self.counters.pages_allocated += num
+        self.counters.num_pages_allocated += num
         request.num_pages_reserved -= num
+
+    # --- the forward pass ----------------------------------------------------------------------
+    def forward(self, work: list[Work]) -> np.ndarray:
+        """One batched forward pass over planned work; row k holds the last-token logits of ``work[k]``."""
+        logits = np.array(self.runner.forward([w.chunk for w in work]))
+        self.counters.num_forward_passes += 1
+        for k, w in enumerate(work):
+            if w.request.fault_pending:  # the test hook: this request's pass is corrupted
+                w.request.fault_pending = False
+                logits[k] = np.nan
+        return logits
 
     # --- prefill -------------------------------------------------------------------------------
     def can_prefill(self, request: Request) -> bool:
         return request.phase is Phase.PREFILL and not request.is_held
 
-    def _plan_prefill(self, request: Request, budget_units: int) -> _Work:
+    def plan_prefill(self, request: Request, budget_units: int) -> Work:
+        """Allocates the pages of the request's next chunk (at most ``budget_units`` units): its work."""
         first_page = request.num_computed // self.page_size
         num_left_units = -(-(request.num_tokens - request.num_computed) // self.page_size)
         num_units = min(num_left_units, budget_units)
@@ -178,9 +230,9 @@ class Scheduler:
         num_new_pages = -(-end // self.page_size) - len(request.block_table)
         self._allocate(request, num_new_pages)
         chunk = SeqChunk(list(request.token_ids[request.num_computed:end]), request.num_computed, list(request.block_table))
-        return _Work(request, chunk, num_units)
+        return Work(request, chunk, num_units)
 
-    def prefill(self, work: _Work, logits: np.ndarray) -> None:
+    def prefill(self, work: Work, logits: np.ndarray) -> None:
         """Records a computed chunk; the last chunk samples the first token (phase -> decode)."""
         request, chunk = work.request, work.chunk
         request.num_computed = chunk.end_pos
@@ -194,14 +246,19 @@ class Scheduler:
             request.output_token_ids.append(request.sampler.sample(logits))
 
     # --- decode --------------------------------------------------------------------------------
-    def _plan_decode(self, request: Request) -> _Work:
+    def can_decode(self, request: Request) -> bool:
+        """A request whose prompt is done and which has not finished takes one token per step."""
+        return request.phase is Phase.DECODE
+
+    def plan_decode(self, request: Request) -> Work:
+        """Allocates a page if the next position starts one: the request's decode work."""
         position = request.num_computed
         if position // self.page_size == len(request.block_table):
             self._allocate(request, 1)
         chunk = SeqChunk([request.output_token_ids[-1]], position, list(request.block_table))
-        return _Work(request, chunk)
+        return Work(request, chunk)
 
-    def decode(self, work: _Work, logits: np.ndarray) -> None:
+    def decode(self, work: Work, logits: np.ndarray) -> None:
         request = work.request
         request.num_computed += 1
         token = request.sampler.sample(logits)
@@ -220,8 +277,8 @@ class Scheduler:
             return False
         if self.config.publication == "incremental":
             return True
-        return (request.role == "leader" and self.config.release == "after-prefill"
-                and request.is_prefill_done and request.flight_id in self.coordinator.flights)
+        return (self.config.release == "after-prefill" and request.is_prefill_done
+                and self.leads_open_flight(request))
 
     def publish(self, request: Request) -> None:
         assert self.can_publish(request)
@@ -236,57 +293,20 @@ class Scheduler:
             tokens = request.token_ids[index * self.page_size:(index + 1) * self.page_size]
             page_id = self.pool.publish(request.block_table[index], key, parent, tokens, index)
             if page_id != request.block_table[index]:
-                self.counters.pages_deduplicated += 1
+                self.counters.num_pages_deduplicated += 1
             else:
-                self.counters.pages_published += 1
+                self.counters.num_pages_published += 1
             request.block_table[index] = page_id
             published.append({"index": index, "key": key})
         request.num_published = end
         return published
 
-    # --- release -------------------------------------------------------------------------------
-    def can_release(self, flight_id: int) -> bool:
-        """After-prefill: the leader's prefill is done and all its shareable pages are published;
-        any release point: the leader has terminated (then ``release`` is called at once)."""
-        flight = self.coordinator.flights.get(flight_id)
-        if flight is None:
-            return False
-        if not flight.is_leader_live:
-            return True
-        leader = self.requests[flight.leader_request_id]
-        return (self.config.release == "after-prefill" and leader.is_prefill_done
-                and leader.num_published >= leader.num_shareable)
-
-    def release(self, flight_id: int, reason: str) -> None:
-        assert self.can_release(flight_id)
-        leader_id = self.coordinator.flights[flight_id].leader_request_id
-        follower_ids = self.coordinator.release(flight_id)
-        self._unblock(follower_ids)
-        self.events.emit("release", flight=flight_id, leader=leader_id, followers=follower_ids, reason=reason)
-
-    def _unblock(self, follower_ids: list[int]) -> None:
-        for request_id in follower_ids:
-            follower = self.requests[request_id]
-            follower.phase = Phase.WAITING
-            self.waiting.append(follower)
-        self.counters.followers_released += len(follower_ids)
-
-    def _release_waited_out(self) -> None:
-        """The optional follower wait bound: a follower blocked too long is released alone."""
-        bound = self.config.follower_wait_bound
-        for flight_id, flight in list(self.coordinator.flights.items()):
-            for request_id in list(flight.follower_request_ids):
-                follower = self.requests[request_id]
-                follower.num_wait_steps += 1
-                if bound is not None and follower.num_wait_steps > bound:
-                    self.coordinator.release_follower(flight_id, request_id)
-                    self._unblock([request_id])
-                    self.events.emit("release", flight=flight_id, leader=flight.leader_request_id,
-                                     followers=[request_id], reason="wait-bound")
-
-    # --- finish / abort ------------------------------------------------------------------------
-    def finish_reason(self, request: Request) -> str | None:
-        """EOS, a stop string, or length (max_tokens or the end of the context), else None."""
+    # --- finish --------------------------------------------------------------------------------
+    def can_finish(self, request: Request) -> str | None:
+        """Why a decoding request is done: EOS, a stop string, or length (max_tokens or the end of the
+        context); None while it goes on."""
+        if request.phase is not Phase.DECODE:
+            return None
         token = request.output_token_ids[-1]
         if token in self.eos_token_ids and not request.sampling.ignore_eos:
             return "eos"
@@ -296,71 +316,39 @@ class Scheduler:
             return "length"
         return None
 
-    def finish(self, request: Request, reason: str) -> None:
-        """Publishes what remains (on-completion policy), drops the references, terminates."""
-        assert request.phase is Phase.DECODE
-        published = self._publish_pages(request) if self.config.prefix_caching else []
-        self._drop_pages(request)
-        request.phase, request.finish_reason, request.finish_time = Phase.FINISHED, reason, time.perf_counter()
-        termination = self.coordinator.terminate(request.request_id)
-        self.events.emit("finish", request=request.request_id, reason=reason, published=published)
-        if termination.kind == "leader":
-            self.release(termination.flight_id, "on-completion")
-
-    def abort(self, request_id: int) -> None:
-        """A client cancel in any live phase; unknown or terminated IDs raise with nothing changed."""
-        request = self.live(request_id)
-        assert self.coordinator.is_known(request_id)
-        phase = request.phase
-        if phase is Phase.WAITING:
-            self.waiting.remove(request)
-        elif phase in (Phase.PREFILL, Phase.DECODE):
-            self._drop_pages(request)
-        request.phase, request.finish_reason, request.finish_time = Phase.ABORTED, "abort", time.perf_counter()
-        termination = self.coordinator.terminate(request_id)
-        self.events.emit("abort", request=request_id, phase=phase.value)
-        if termination.kind == "leader":
-            self.release(termination.flight_id, "leader-aborted")
-
-    def _drop_pages(self, request: Request) -> None:
-        if request in self.running:
-            self.running.remove(request)
-        self.pool.drop(request.block_table)
-        request.block_table = []
-        request.num_pages_reserved = 0
-
     # --- step ----------------------------------------------------------------------------------
     def step(self) -> list[Request]:
         """One scheduling round and at most one forward pass; returns the requests that got a token."""
         self.counters.num_steps += 1
-        while self.can_admit():
-            self.admit()
-        work = [self._plan_decode(r) for r in self.running if r.phase is Phase.DECODE]
+        while (admission := self.can_admit()) is not None:
+            self.admit(admission)
+        work = [self.plan_decode(r) for r in self.running if self.can_decode(r)]
         budget = self.config.prefill_chunk_pages
         for request in self.running:
             if budget > 0 and self.can_prefill(request):
-                work.append(self._plan_prefill(request, budget))
+                work.append(self.plan_prefill(request, budget))
                 budget -= work[-1].num_units
-        if work:
-            logits = np.array(self.runner.forward([w.chunk for w in work]))
-            self.counters.num_forward_passes += 1
+        logits = self.forward(work) if work else None
         produced = []
         for i, item in enumerate(work):
             request = item.request
+            if not np.isfinite(logits[i]).all():
+                self.fail(request, "its forward pass gave non-finite logits")
+                continue
             if item.num_units:
                 self.prefill(item, logits[i])
             else:
                 self.decode(item, logits[i])
             if self.can_publish(request):
                 self.publish(request)
-            if request.role == "leader" and self.can_release(request.flight_id):
+            if self.leads_open_flight(request) and self.can_release(request.flight_id):
                 self.release(request.flight_id, "after-prefill")
             if request.phase is Phase.DECODE:
                 produced.append(request)
-                reason = self.finish_reason(request)
+                reason = self.can_finish(request)
                 if reason is not None:
                     self.finish(request, reason)
-        self._release_waited_out()
+        self._expire_waited_out()
         return produced
 
     def snapshot(self) -> tuple:

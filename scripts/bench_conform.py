@@ -20,9 +20,10 @@ import json
 import random
 import time
 
-from flightcheck.checks.conform.campaign import build_engine, class_tokens
+from flightcheck.checks.conform.engines import build_engine
+from flightcheck.checks.conform.prompts import class_tokens
 from flightcheck.checks.conform.coverage import cover, cover_directed
-from flightcheck.checks.conform.validator import Monitor
+from flightcheck.checks.conform.monitor import Monitor
 from flightcheck.impl.config import EngineConfig
 from flightcheck.impl.sampling import SamplingParams
 from flightcheck.spec.scenario import SCENARIOS

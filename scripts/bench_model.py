@@ -40,6 +40,7 @@ from mlx.utils import tree_flatten  # noqa: E402
 
 from flightcheck.impl import fastops  # noqa: E402
 from flightcheck.impl.gguf import load_model, load_smollm2  # noqa: E402
+from flightcheck.impl.model_file import ModelFileError  # noqa: E402
 from flightcheck.impl.runner import ModelRunner, SeqChunk  # noqa: E402
 
 PAGE = 16
@@ -151,6 +152,11 @@ def main(argv=None) -> int:
     parser.add_argument("--prefill-tokens", type=int, default=512)
     parser.add_argument("--json", help="write the results here as JSON")
     args = parser.parse_args(argv)
+    try:
+        model, tokenizer, info = load_smollm2(dequantize=True)  # first: a bad model file ends it at once
+    except ModelFileError as error:  # a missing or corrupt model is bad input: exit 2, no traceback
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
     status = blas_status()
     print(f"BLAS: {status.describe()}; MLX {status.mlx_version} on {status.device}")
@@ -161,7 +167,6 @@ def main(argv=None) -> int:
                                             check=True).stdout)
     print(f"fp32 384x384 matmul: {status.matmul_gflops:.0f} GFLOP/s with OpenBLAS, {reference_gflops:.1f} GFLOP/s "
           f"with MLX's default BLAS ({status.matmul_gflops / reference_gflops:.0f}x)")
-    model, tokenizer, info = load_smollm2(dequantize=True)
     llama_module, cache_module, mlx_lm_version = import_mlx_lm()
     theirs = mlx_lm_model(llama_module)
     ids = tokenizer.encode(TEXT * 40)

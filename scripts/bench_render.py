@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 from flightcheck.checks.explore.explorer import explore
-from flightcheck.checks.explore.render import build_picture, render_result, to_dot
+from flightcheck.checks.explore.picture import build_picture
+from flightcheck.checks.explore.render import render_result, to_dot
 from flightcheck.spec.model import FlightSpec
 from flightcheck.spec.scenario import SCENARIOS
 

@@ -51,8 +51,12 @@ def describe(spec: FlightSpec, state: State) -> dict[str, Any]:
             d["role"] = "leader" if f == i else "follower"
         if s.rel[i]:
             d["released"] = True
+        if s.exp[i]:
+            d["expired"] = True
         if ph in ("prefill", "decode"):
             d.update(hit=s.hit[i], done=s.done[i], published=s.pubd[i], decoded=s.dec[i])
+        elif s.pubd[i]:
+            d["pinned" if ph == "waiting" else "holding"] = s.pubd[i]
         reqs[f"r{i}"] = d
     flights = {
         f"f{f}": ("open" if s.fl[f] == OPEN else "draining")
@@ -64,8 +68,13 @@ def describe(spec: FlightSpec, state: State) -> dict[str, Any]:
         for k in range(len(spec.layout.page_slots)) if s.pg[k] or s.ref[k]
     }
     ghosts = {g: getattr(s, g) for g in ("g_term", "g_early", "g_dup") if getattr(s, g)}
-    return {"requests": reqs, "flights": flights, "index": index,
-            "released": [f"r{i}" for i in range(n) if s.rel[i]], "pages": pages, "ghosts": ghosts}
+    out = {"requests": reqs, "flights": flights, "index": index,
+           "released": [f"r{i}" for i in range(n) if s.rel[i]], "pages": pages, "ghosts": ghosts}
+    if spec.scenario.has_pool:
+        from flightcheck.spec import pool
+        out["pool"] = {"free": pool.free_pages(spec, s), "evictable": pool.num_evictable(spec, s),
+                       "reserved": pool.total_reserved(spec, s)}
+    return out
 
 
 def label(spec: FlightSpec, state: State) -> str:
@@ -98,6 +107,12 @@ def label(spec: FlightSpec, state: State) -> str:
             extra = f" {info['decoded']}/{spec.scenario.requests[i].num_decode} pub{info['published']}"
         if info.get("hit"):
             extra += f" hit{info['hit']}"
+        if info.get("pinned"):
+            extra += f" pin{info['pinned']}"
+        if info.get("holding"):
+            extra += f" holds{info['holding']}"
+        if info.get("expired"):
+            extra += " expired"
         lines.append(f"{r}{role} {ph}{extra}")
     if d["flights"]:
         fl = ", ".join(f"{k} {v}" for k, v in d["flights"].items())
@@ -134,7 +149,9 @@ def changes(spec: FlightSpec, before: State, after: State) -> str:
             bits.append(f"left {old['flight']}")
         if info.get("released") != old.get("released"):
             bits.append("released" if info.get("released") else "unreleased")
-        for k in ("hit", "done", "published", "decoded"):
+        if info.get("expired") and not old.get("expired"):
+            bits.append("wait expired")
+        for k in ("hit", "done", "published", "decoded", "pinned", "holding"):
             if k in info and info[k] != old.get(k) and not (k == "hit" and info[k] == 0):
                 bits.append(f"{k}={info[k]}")
         out.append(f"{r}: " + ", ".join(bits))
@@ -148,6 +165,8 @@ def changes(spec: FlightSpec, before: State, after: State) -> str:
         if a["pages"].get(pg) != b["pages"].get(pg):
             v = b["pages"].get(pg)
             out.append(f"page {pg} " + (f"{v['state']} refs={v['refs']}" if v else "evicted"))
+    if "pool" in b and a["pool"] != b["pool"]:
+        out.append("pool " + ", ".join(f"{k}={v}" for k, v in b["pool"].items() if a["pool"].get(k) != v))
     for g, v in b["ghosts"].items():
         if a["ghosts"].get(g) != v:
             out.append({"g_term": "TERMINATION MISJUDGED", "g_early": "RELEASED EARLY",

@@ -29,9 +29,7 @@ from typing import Any, Callable
 
 from flightcheck.spec.expr import And, If, Implies, Not, Or, Sum
 from flightcheck.spec.model import FlightSpec
-from flightcheck.spec.state import (
-    ABORTED, ABSENT, BLOCKED, CLOSED, DECODE, DRAINING, FINISHED, NOT_CACHED, OPEN, PREFILL, WAITING, View,
-)
+from flightcheck.spec.state import ABSENT, BLOCKED, CLOSED, DECODE, DRAINING, NOT_CACHED, OPEN, PREFILL, WAITING, View
 
 
 @dataclass(frozen=True)
@@ -63,39 +61,44 @@ def _per_request(spec: FlightSpec) -> range:
     return range(spec.num_requests)
 
 
-@lemma("A request that has not arrived holds nothing: no progress, no flight, not released.")
+@lemma("A request that has not arrived holds nothing: no progress, no flight, not released, never expired.")
 def absent_is_blank(spec: FlightSpec, s: View) -> Any:
     return And(*[
         Implies(s.ph[i] == ABSENT, And(s.hit[i] == 0, s.done[i] == 0, s.pubd[i] == 0, s.dec[i] == 0,
-                                       s.mem[i] == 0, s.rel[i] == 0, s.fl[i] == CLOSED))
+                                       s.mem[i] == 0, s.rel[i] == 0, s.fl[i] == CLOSED, s.exp[i] == 0))
         for i in _per_request(spec)
     ])
 
 
-@lemma("A terminated request's progress is cleared and the coordinator has forgotten it.")
+@lemma("A terminated request's progress is cleared and the coordinator has forgotten it; only a leader whose "
+       "flight is still pending holds pages.")
 def terminated_is_forgotten(spec: FlightSpec, s: View) -> Any:
     return And(*[
-        Implies(spec.is_terminated(s, i), And(s.hit[i] == 0, s.done[i] == 0, s.pubd[i] == 0, s.dec[i] == 0,
-                                              s.mem[i] == 0, s.rel[i] == 0))
+        Implies(spec.is_terminated(s, i), And(s.hit[i] == 0, s.done[i] == 0, s.dec[i] == 0, s.mem[i] == 0,
+                                              s.rel[i] == 0, Or(s.pubd[i] == 0, s.fl[i] == OPEN)))
         for i in _per_request(spec)
     ])
 
 
-@lemma("Progress matches the phase: nothing before admission, hit <= published <= computed, decoding only after the prompt.")
+@lemma("Progress matches the phase: a blocked follower holds nothing, a waiting request only its pins, hit <= "
+       "published <= computed while running, decoding only after the prompt.")
 def progress_matches_phase(spec: FlightSpec, s: View) -> Any:
     conds = []
     for i, r in enumerate(spec.scenario.requests):
         queued = Or(s.ph[i] == BLOCKED, s.ph[i] == WAITING)
+        running = And(s.ph[i] >= PREFILL, s.ph[i] <= DECODE)
         conds += [
-            Implies(queued, And(s.hit[i] == 0, s.done[i] == 0, s.pubd[i] == 0, s.dec[i] == 0)),
+            Implies(queued, And(s.hit[i] == 0, s.done[i] == 0, s.dec[i] == 0)),
+            Implies(s.ph[i] == BLOCKED, s.pubd[i] == 0),
             Implies(s.ph[i] == PREFILL, And(s.done[i] < r.num_units, s.dec[i] == 0)),
             Implies(s.ph[i] == DECODE, s.done[i] == r.num_units),
-            s.hit[i] <= s.pubd[i],
-            s.pubd[i] <= spec.published_upto(s, i),
+            Implies(running, And(s.hit[i] <= s.pubd[i], s.pubd[i] <= spec.published_upto(s, i))),
         ]
-        if spec.policy.publication == "incremental":
+        if spec.policy.publication == "incremental" and spec.policy.prefix_caching:
             # Incremental publication: at most the last computed chunk is still private.
-            conds.append(s.done[i] - s.pubd[i] <= spec.policy.chunk)
+            conds.append(Implies(running, s.done[i] - s.pubd[i] <= spec.policy.chunk))
+        if not spec.policy.prefix_caching:
+            conds.append(s.pubd[i] == 0)
     return And(*conds)
 
 
@@ -107,6 +110,13 @@ def cache_prefix_closed(spec: FlightSpec, s: View) -> Any:
     ])
 
 
+@lemma("Without prefix caching nothing is ever cached or referenced.")
+def nothing_cached_without_caching(spec: FlightSpec, s: View) -> Any:
+    if spec.policy.prefix_caching:
+        return True
+    return And(*[And(s.pg[k] == NOT_CACHED, s.ref[k] == 0) for k in range(len(spec.layout.page_slots))])
+
+
 @lemma("Every live request is known to the coordinator: a member of a flight, or released (never both).",
        ("correct",))
 def live_is_known(spec: FlightSpec, s: View) -> Any:
@@ -116,7 +126,8 @@ def live_is_known(spec: FlightSpec, s: View) -> Any:
     ])
 
 
-@lemma("Members belong to an open flight of their own class; only the leader of an open flight runs, the others are blocked.",
+@lemma("Members belong to an open flight of their own class; only an open flight's leader runs, the others are "
+       "blocked; an open flight's slot is its live leader's, or a terminated leader's whose flight is pending.",
        ("correct",))
 def members_of_open_flights(spec: FlightSpec, s: View) -> Any:
     n = spec.num_requests
@@ -126,9 +137,19 @@ def members_of_open_flights(spec: FlightSpec, s: View) -> Any:
         conds.append(Or(s.mem[i] == 0, *[And(s.mem[i] == f + 1, s.fl[f] == OPEN) for f in same]))
         conds.append(Implies(s.ph[i] == BLOCKED, And(s.mem[i] != 0, s.mem[i] != i + 1)))
         conds.append(Implies(And(s.mem[i] != 0, s.mem[i] != i + 1), s.ph[i] == BLOCKED))
-        conds.append(Implies(s.fl[i] == OPEN, And(s.ph[i] != ABSENT, Or(s.mem[i] == i + 1, spec.is_terminated(s, i)))))
+        conds.append(Implies(s.fl[i] == OPEN, And(s.ph[i] != ABSENT, s.ph[i] != BLOCKED,
+                                                  Or(s.mem[i] == i + 1, spec.is_terminated(s, i)))))
+        conds.append(Implies(s.mem[i] == i + 1, s.fl[i] == OPEN))
         conds.append(s.fl[i] != DRAINING)
     return And(*conds)
+
+
+@lemma("At most one flight is pending (its leader terminated, its release or hand-over due): the engine settles "
+       "it in the same call.")
+def one_pending_flight(spec: FlightSpec, s: View) -> Any:
+    if not spec.policy.single_flight:
+        return True
+    return Sum(If(spec.is_orphaned(s, f), 1, 0) for f in _per_request(spec)) <= 1
 
 
 @lemma("Draining design: a member's flight is open or draining, of its own class; only an open flight's followers are blocked.",
@@ -159,8 +180,9 @@ def uncoordinated_has_no_flights(spec: FlightSpec, s: View) -> Any:
                *[s.idx[c] == 0 for c in range(len(spec.layout.classes))])
 
 
-def _failure_free(spec: FlightSpec, s: View) -> Any:
-    return And(*[s.ph[j] != ABORTED for j in _per_request(spec)])
+def _strict(spec: FlightSpec, s: View) -> Any:
+    """The runs single_prefill speaks of strictly: no duplicate is excused by design."""
+    return Not(spec.duplicates_excused(s))
 
 
 def _all_cached(spec: FlightSpec, s: View, c: int) -> Any:
@@ -177,16 +199,16 @@ def is_released(spec: FlightSpec, s: View, j: int) -> Any:
 
 def is_busy(spec: FlightSpec, s: View, j: int) -> Any:
     """``j`` may still compute a shareable page, or holds one it has not published: waiting while its
-    prefix is not all cached, prefilling short of its shareable pages, or holding private pages."""
+    pins do not cover its shareable pages, prefilling short of them, or holding private pages."""
     h = spec.shareable(j)
     return Or(
-        And(s.ph[j] == WAITING, Not(_all_cached(spec, s, spec.cls(j)))),
+        And(s.ph[j] == WAITING, s.pubd[j] < h, Not(_all_cached(spec, s, spec.cls(j)))),
         And(s.ph[j] == PREFILL, s.done[j] < h),
         And(spec.is_live(s, j), s.pubd[j] < spec.published_upto(s, j)),
     )
 
 
-@lemma("Single-flight, failure-free: at most one request per input is busy computing or holding unpublished shareable pages.")
+@lemma("Single-flight, strict runs: at most one request per input is busy computing or holding unpublished shareable pages.")
 def one_busy_per_input(spec: FlightSpec, s: View) -> Any:
     if not spec.policy.single_flight:
         return True
@@ -194,10 +216,10 @@ def one_busy_per_input(spec: FlightSpec, s: View) -> Any:
     for c in range(len(spec.layout.classes)):
         mine = [j for j in _per_request(spec) if spec.cls(j) == c]
         conds.append(Sum(If(is_busy(spec, s, j), 1, 0) for j in mine) <= 1)
-    return Implies(_failure_free(spec, s), And(*conds))
+    return Implies(_strict(spec, s), And(*conds))
 
 
-@lemma("Single-flight, failure-free: the next page a prefilling request computes is not cached.")
+@lemma("Single-flight, strict runs: the next page a prefilling request computes is not cached.")
 def next_page_uncached(spec: FlightSpec, s: View) -> Any:
     if not spec.policy.single_flight:
         return True
@@ -205,38 +227,31 @@ def next_page_uncached(spec: FlightSpec, s: View) -> Any:
     for i in _per_request(spec):
         for p, k in enumerate(spec.pages_of(i)):
             conds.append(Implies(And(s.ph[i] == PREFILL, s.done[i] == p), s.pg[k] == NOT_CACHED))
-    return Implies(_failure_free(spec, s), And(*conds))
+    return Implies(_strict(spec, s), And(*conds))
 
 
-@lemma("Single-flight: a released request still waiting, prefilling or holding unpublished pages is a follower, so its leader arrived.")
-def released_follower_has_company(spec: FlightSpec, s: View) -> Any:
+@lemma("Single-flight, strict runs: a released request holds every shareable page of its input (a follower pins "
+       "them, then hits them; a leader released after its prefill has published them), so it never computes one.")
+def released_hold_all(spec: FlightSpec, s: View) -> Any:
     if not spec.policy.single_flight:
         return True
-    conds = []
-    for j in _per_request(spec):
-        others = [s.ph[o] != ABSENT for o in _per_request(spec) if o != j and spec.cls(o) == spec.cls(j)]
-        private = And(spec.is_live(s, j), s.pubd[j] < spec.published_upto(s, j))
-        unfinished = Or(s.ph[j] == WAITING, s.ph[j] == PREFILL, private)
-        conds.append(Implies(And(is_released(spec, s, j), unfinished), Or(*others)))
-    return And(*conds)
+    conds = [Implies(And(is_released(spec, s, j), s.ph[j] >= WAITING, s.ph[j] <= DECODE), s.pubd[j] == spec.shareable(j))
+             for j in _per_request(spec)]
+    return Implies(_strict(spec, s), And(*conds))
 
 
-@lemma("Single-flight, failure-free, no eviction: once a request of an input finished, or a released follower waits, every shareable page of the input is cached.")
-def finished_input_cached(spec: FlightSpec, s: View) -> Any:
-    if not spec.policy.single_flight or spec.scenario.eviction:
+@lemma("Single-flight: a waiting leader holds pins only after a hand-over; a fresh one holds nothing.", ("correct",))
+def waiting_leader_pins(spec: FlightSpec, s: View) -> Any:
+    if not spec.policy.single_flight or spec.policy.leader_loss == "promote":
         return True
-    conds = []
-    for j in _per_request(spec):
-        cached = _all_cached(spec, s, spec.cls(j))
-        conds.append(Implies(s.ph[j] == FINISHED, cached))
-        conds.append(Implies(And(is_released(spec, s, j), s.ph[j] == WAITING), cached))
-    return Implies(_failure_free(spec, s), And(*conds))
+    return And(*[Implies(And(s.ph[j] == WAITING, s.mem[j] == j + 1), s.pubd[j] == 0) for j in _per_request(spec)])
 
 
 LEMMAS: tuple[Lemma, ...] = (
     absent_is_blank, terminated_is_forgotten, progress_matches_phase, cache_prefix_closed,
-    live_is_known, members_of_open_flights, draining_members, one_busy_per_input, next_page_uncached,
-    released_follower_has_company, finished_input_cached, uncoordinated_has_no_flights,
+    nothing_cached_without_caching, live_is_known, members_of_open_flights, one_pending_flight,
+    draining_members, one_busy_per_input, next_page_uncached, released_hold_all,
+    waiting_leader_pins, uncoordinated_has_no_flights,
 )
 
 

@@ -27,7 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from flightcheck.spec.expr import And, Implies, Or, Sum
+from flightcheck.spec import pool
+from flightcheck.spec.expr import And, Implies, Not, Or, Sum
 from flightcheck.spec.model import FlightSpec
 from flightcheck.spec.state import BLOCKED, CLOSED, FINISHED, NOT_CACHED, OPEN, RESERVED, WAITING, View
 
@@ -66,7 +67,7 @@ def eventually(name: str, story: str, applies=lambda spec: True) -> Property:
 
 
 def deadlock_free(name: str, story: str) -> Property:
-    """No reachable state with a live request lacks an enabled engine step (eviction aside)."""
+    """No reachable state with a live request lacks an enabled engine step (background eviction aside)."""
     return Property(name, "deadlock_free", None, story)
 
 
@@ -100,7 +101,8 @@ def follower_waits_for_release(spec: FlightSpec, s: View) -> Any:
     ])
 
 
-@always("single_prefill", "With single-flight, no shareable page is prefilled while a copy is cached or held by another live request.",
+@always("single_prefill", "With single-flight, no shareable page is prefilled while a copy is cached or held by another live "
+        "request, except by design: after a follower's wait expired, or when a lost leader's followers are all released.",
         _single_flight)
 def single_prefill(spec: FlightSpec, s: View) -> Any:
     return s.g_dup == 0
@@ -111,21 +113,50 @@ def visible_after_compute(spec: FlightSpec, s: View) -> Any:
     return And(*[s.pg[k] != RESERVED for k in range(len(spec.layout.page_slots))])
 
 
-@always("in_use_never_evicted", "Every page a live request references is still cached.")
+@always("in_use_never_evicted", "Every page a request references (hit, published or pinned) is still cached.")
 def in_use_never_evicted(spec: FlightSpec, s: View) -> Any:
     return And(*[
-        Implies(And(spec.is_live(s, i), p < s.pubd[i]), s.pg[k] != NOT_CACHED)
+        Implies(And(spec.holds_pages(s, i), p < s.pubd[i]), s.pg[k] != NOT_CACHED)
         for i in range(spec.num_requests) for p, k in enumerate(spec.pages_of(i))
     ])
 
 
-@always("refcounts_exact", "Each cached page's reference count equals the number of live requests holding it.")
+@always("refcounts_exact", "Each cached page's reference count equals the number of requests holding it.")
 def refcounts_exact(spec: FlightSpec, s: View) -> Any:
     conds = []
     for k, (c, p) in enumerate(spec.layout.page_slots):
         holders = [i for i in range(spec.num_requests) if spec.cls(i) == c]
-        conds.append(s.ref[k] == Sum(And(spec.is_live(s, i), p < s.pubd[i]) for i in holders))
+        conds.append(s.ref[k] == Sum(And(spec.holds_pages(s, i), p < s.pubd[i]) for i in holders))
     return And(*conds)
+
+
+@always("admission_has_room", "With a pool: every running request can still allocate what it reserved (the reservations "
+        "never exceed the free and evictable pages), and no allocation overdraws the free list.",
+        lambda spec: spec.scenario.has_pool)
+def admission_has_room(spec: FlightSpec, s: View) -> Any:
+    free = pool.free_pages(spec, s)
+    return And(free >= 0, pool.total_reserved(spec, s) <= free + pool.num_evictable(spec, s))
+
+
+@always("blocked_in_open_flight", "A blocked request follows an open flight: promotion or release never loses a follower.",
+        _single_flight)
+def blocked_in_open_flight(spec: FlightSpec, s: View) -> Any:
+    n = spec.num_requests
+    return And(*[
+        Implies(s.ph[j] == BLOCKED, Or(*[And(s.mem[j] == f + 1, s.fl[f] == OPEN) for f in range(n) if f != j]))
+        for j in range(n)
+    ])
+
+
+@always("known_once", "The coordinator knows a live request once: as a member of a flight or in the released set, never both.")
+def known_once(spec: FlightSpec, s: View) -> Any:
+    return And(*[Not(And(s.mem[i] != 0, s.rel[i] == 1)) for i in range(spec.num_requests)])
+
+
+@always("expired_never_blocked", "A follower whose wait expired is never blocked again: it is in no flight.",
+        lambda spec: spec.scenario.expiry and spec.policy.single_flight)
+def expired_never_blocked(spec: FlightSpec, s: View) -> Any:
+    return And(*[Implies(s.exp[j] == 1, And(s.ph[j] != BLOCKED, s.mem[j] == 0)) for j in range(spec.num_requests)])
 
 
 @always("termination_validated", "Every termination of a known live request is accepted once; every other one is rejected with the state unchanged.")
@@ -158,7 +189,13 @@ def quiescent_clean(spec: FlightSpec, s: View) -> Any:
     return Implies(spec.is_quiescent(s), clean)
 
 
-@sometimes("sometimes_recovers", "Some request does recover cached pages at admission.", _has_pair)
+def _can_share(spec: FlightSpec) -> bool:
+    lay = spec.layout
+    return spec.policy.prefix_caching and any(
+        lay.req_class.count(c) > 1 and lay.num_shareable[c] > 0 for c in range(len(lay.classes)))
+
+
+@sometimes("sometimes_recovers", "Some request does recover cached pages at admission.", _can_share)
 def sometimes_recovers(spec: FlightSpec, s: View) -> Any:
     return Or(*[s.hit[i] > 0 for i in range(spec.num_requests)])
 
@@ -176,14 +213,27 @@ def sometimes_all_finished(spec: FlightSpec, s: View) -> Any:
     return And(*[s.ph[i] == FINISHED for i in range(spec.num_requests)])
 
 
+@sometimes("sometimes_expires", "A follower's wait does expire.", lambda spec: spec.scenario.expiry and spec.policy.single_flight)
+def sometimes_expires(spec: FlightSpec, s: View) -> Any:
+    return Or(*[s.exp[j] == 1 for j in range(spec.num_requests)])
+
+
+@sometimes("sometimes_short_of_memory", "With a pool: the running requests' next steps sometimes need more pages than are free.",
+           lambda spec: spec.scenario.has_pool and spec.policy.prefix_caching)
+def sometimes_short_of_memory(spec: FlightSpec, s: View) -> Any:
+    return pool.under_pressure(spec, s)
+
+
 EVENTUALLY_TERMINATES = eventually("eventually_terminates", "Every request that arrives eventually terminates (weak fairness of engine steps).")
 NO_DEADLOCK = deadlock_free("no_deadlock", "No state with a live request is left without an engine step.")
 
 PROPERTIES: tuple[Property, ...] = (
     one_flight_per_input, follower_waits_for_release, single_prefill, visible_after_compute,
     in_use_never_evicted, refcounts_exact, termination_validated, release_after_publication,
-    release_on_completion, quiescent_clean, NO_DEADLOCK, EVENTUALLY_TERMINATES,
-    sometimes_recovers, sometimes_follower_released, sometimes_all_finished,
+    release_on_completion, quiescent_clean, admission_has_room, blocked_in_open_flight, known_once,
+    expired_never_blocked, NO_DEADLOCK, EVENTUALLY_TERMINATES,
+    sometimes_recovers, sometimes_follower_released, sometimes_all_finished, sometimes_expires,
+    sometimes_short_of_memory,
 )
 
 

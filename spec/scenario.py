@@ -1,21 +1,26 @@
 """Scenarios and policies: what may arrive, and how the engine is configured.
 
 A :class:`Scenario` lists the requests that may arrive (each with a prompt class, its number of full
-prompt pages, whether it has a partial tail page, and how many decode steps it may take) together with
-the environment's options (aborts, unknown-ID notifications, eviction). A :class:`Policy` holds the
-engine's knobs: coordination, release point, publication, running capacity, prefill chunk.
+prompt pages, whether it has a partial tail page and how many tokens that tail holds, and how many
+decode steps it may take) together with the environment's options: client aborts, unknown-ID
+notifications, background eviction, follower wait expiry, forward-pass failures, and the size of the
+page pool (when it is set, memory is modelled: admission reserves every page a request may need, and
+the engine evicts unreferenced cached pages only when an allocation finds too few free ones). A
+:class:`Policy` holds the engine's knobs: coordination, release point, publication, what happens when
+a flight's leader is lost, prefix caching, running capacity and prefill chunk.
 
 Requests of the same class have identical input tokens, so they have the same pages. Only a prompt's
 *shareable* pages are ever published: a hit covers at most the prompt length minus one token, so with a
-tail the shareable pages are all full pages, and without one the last full page is recomputed.
+tail the shareable pages are all full pages, and without one the last full page is recomputed. A prompt
+shorter than one page has no shareable page at all.
 
 For example::
 
     >>> scn = SCENARIOS["burst2"]
     >>> [r.cls for r in scn.requests]
     [0, 0]
-    >>> scn.requests[0].num_shareable
-    2
+    >>> scn.requests[0].num_shareable, scn.requests[0].num_lifetime_pages
+    (2, 3)
 """
 
 from __future__ import annotations
@@ -26,37 +31,48 @@ from typing import Literal
 Coordination = Literal["single-flight", "none"]
 Release = Literal["after-prefill", "on-completion"]
 Publication = Literal["incremental", "on-completion"]
+LeaderLoss = Literal["release-all", "promote"]
 
 COORDINATIONS: tuple[str, ...] = ("single-flight", "none")
 RELEASES: tuple[str, ...] = ("after-prefill", "on-completion")
 PUBLICATIONS: tuple[str, ...] = ("incremental", "on-completion")
+LEADER_LOSSES: tuple[str, ...] = ("release-all", "promote")
+
+# Tokens per KV page, as in the engine (impl/pages.py; tests/spec/test_spec_model.py holds them equal).
+PAGE_TOKENS = 16
 
 
 @dataclass(frozen=True)
 class Request:
     """One request that may arrive: its prompt class and its size in pages and decode steps.
 
-    ``num_pages`` counts full prompt pages, ``has_tail`` says whether a partial page follows them,
-    ``num_decode`` is the largest number of decode steps after the first token (the request may finish
-    earlier, as on EOS or a stop string).
+    ``num_pages`` counts full prompt pages, ``has_tail`` says whether a partial page of ``tail_tokens``
+    tokens follows them, ``num_decode`` is the largest number of decode steps after the first token (the
+    request may finish earlier, as on EOS or a stop string). The tail's length only matters for memory:
+    it decides at which decode step a new page is needed.
     """
 
     cls: int
     num_pages: int
     has_tail: bool = True
     num_decode: int = 1
+    tail_tokens: int = 5
 
     def __post_init__(self) -> None:
         if self.cls < 0:
             raise ValueError(f"request class must be >= 0, got {self.cls}")
-        if self.num_pages < 1:
-            raise ValueError(f"a request needs at least one full page, got num_pages={self.num_pages}")
+        if self.num_pages < 0:
+            raise ValueError(f"num_pages must be >= 0, got {self.num_pages}")
+        if self.num_pages == 0 and not self.has_tail:
+            raise ValueError("a request needs at least one token: num_pages=0 needs a tail")
         if self.num_decode < 0:
             raise ValueError(f"num_decode must be >= 0, got {self.num_decode}")
+        if self.has_tail and not 1 <= self.tail_tokens < PAGE_TOKENS:
+            raise ValueError(f"tail_tokens must be 1..{PAGE_TOKENS - 1}, got {self.tail_tokens}")
 
     @property
     def num_units(self) -> int:
-        """Prefill units: each full page, plus the tail if there is one."""
+        """Prefill units: each full page, plus the tail if there is one (each unit is one page)."""
         return self.num_pages + (1 if self.has_tail else 0)
 
     @property
@@ -64,22 +80,45 @@ class Request:
         """Pages a later identical request can recover (a hit covers at most length - 1 tokens)."""
         return self.num_pages if self.has_tail else self.num_pages - 1
 
+    @property
+    def num_tokens(self) -> int:
+        """Prompt length in tokens."""
+        return PAGE_TOKENS * self.num_pages + (self.tail_tokens if self.has_tail else 0)
+
+    def pages_after(self, num_decoded: int) -> int:
+        """Pages in the request's block table once its prompt and ``num_decoded`` decode steps are done
+        (decode step d writes the K/V of position ``num_tokens + d - 1``)."""
+        return -(-(self.num_tokens + num_decoded) // PAGE_TOKENS)
+
+    @property
+    def num_lifetime_pages(self) -> int:
+        """Every page the request may ever hold: what admission reserves."""
+        return self.pages_after(self.num_decode)
+
 
 @dataclass(frozen=True)
 class Policy:
-    """The engine's configuration: every knob the spec is parameterised by."""
+    """The engine's configuration: every knob the spec is parameterised by.
+
+    ``leader_loss``: when a flight's leader aborts or fails before its release point, ``release-all``
+    releases every follower to compute what is not cached; ``promote`` makes the first waiting follower
+    the flight's new leader, and the others keep waiting.
+    """
 
     coordination: str = "single-flight"
     release: str = "after-prefill"
     publication: str = "incremental"
     capacity: int = 2
     chunk: int = 1
+    leader_loss: str = "release-all"
+    prefix_caching: bool = True
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
             ("coordination", self.coordination, COORDINATIONS),
             ("release", self.release, RELEASES),
             ("publication", self.publication, PUBLICATIONS),
+            ("leader_loss", self.leader_loss, LEADER_LOSSES),
         ):
             if value not in allowed:
                 raise ValueError(f"unknown {name} {value!r}; expected one of {', '.join(allowed)}")
@@ -87,6 +126,8 @@ class Policy:
             raise ValueError(f"capacity must be >= 1, got {self.capacity}")
         if self.chunk < 1:
             raise ValueError(f"chunk must be >= 1 page, got {self.chunk}")
+        if self.single_flight and not self.prefix_caching:
+            raise ValueError("coordination single-flight needs prefix caching: followers wait to reuse pages")
 
     @property
     def single_flight(self) -> bool:
@@ -95,7 +136,8 @@ class Policy:
 
     def label(self) -> str:
         """A short human label, e.g. ``single-flight/after-prefill/incremental cap=2 chunk=1``."""
-        return f"{self.coordination}/{self.release}/{self.publication} cap={self.capacity} chunk={self.chunk}"
+        extra = (" promote" if self.leader_loss == "promote" else "") + ("" if self.prefix_caching else " no-cache")
+        return f"{self.coordination}/{self.release}/{self.publication} cap={self.capacity} chunk={self.chunk}{extra}"
 
 
 @dataclass(frozen=True)
@@ -103,8 +145,12 @@ class Scenario:
     """The requests that may arrive, the environment's options, and the default policy.
 
     ``aborts`` lets the client cancel any live request; ``notifications`` sends termination
-    notifications for IDs that were never submitted or have already terminated; ``eviction`` lets
-    unreferenced published pages be evicted.
+    notifications for IDs that were never submitted or have already terminated; ``eviction`` lets the
+    cache lose any unreferenced leaf page at any time (pressure from outside this engine: the strongest
+    assumption a design can survive); ``num_pages`` sets the page pool (memory modelled: admission by
+    reserved lifetime pages, eviction only when an allocation needs it); ``expiry`` lets a blocked
+    follower's wait run out (it then computes for itself); ``failures`` lets a running request's forward
+    pass fail (the engine fails that request and hands its flight to the leader-loss policy).
     """
 
     name: str
@@ -113,6 +159,9 @@ class Scenario:
     aborts: bool = False
     notifications: bool = False
     eviction: bool = False
+    num_pages: int | None = None
+    expiry: bool = False
+    failures: bool = False
     story: str = ""
 
     def __post_init__(self) -> None:
@@ -121,8 +170,17 @@ class Scenario:
         by_cls: dict[int, Request] = {}
         for r in self.requests:
             prev = by_cls.setdefault(r.cls, r)
-            if (prev.num_pages, prev.has_tail) != (r.num_pages, r.has_tail):
+            if (prev.num_pages, prev.has_tail, prev.tail_tokens if prev.has_tail else 0) != \
+                    (r.num_pages, r.has_tail, r.tail_tokens if r.has_tail else 0):
                 raise ValueError(f"requests of class {r.cls} must have identical prompts (pages and tail)")
+        if self.num_pages is not None and self.eviction:
+            raise ValueError("a scenario models either the engine's own pool (num_pages: eviction under memory "
+                             "pressure) or background eviction at any time (eviction=True), not both")
+        if self.num_pages is not None:
+            need = max(r.num_lifetime_pages for r in self.requests)
+            if self.num_pages < need:
+                raise ValueError(f"num_pages={self.num_pages} cannot hold a request that needs {need} pages "
+                                 "(the engine refuses such a request at arrival)")
 
     @property
     def num_requests(self) -> int:
@@ -137,6 +195,11 @@ class Scenario:
     def class_request(self, cls: int) -> Request:
         """The first request of a class (all requests of a class share its prompt)."""
         return next(r for r in self.requests if r.cls == cls)
+
+    @property
+    def has_pool(self) -> bool:
+        """Memory is modelled: the pool has ``num_pages`` pages."""
+        return self.num_pages is not None
 
     def with_policy(self, **changes) -> "Scenario":
         """The same scenario under a changed policy, e.g. ``scn.with_policy(release="on-completion")``."""
@@ -161,22 +224,35 @@ def burst(n: int, *, classes: int = 1, pages: int = 2, decode: int = 1, name: st
 
 def _numbered() -> dict[str, Scenario]:
     """The default scenarios, in the order the README walks through them."""
+    promote = Policy(leader_loss="promote")
     s = [
         burst(2, name="burst2", story="Two identical requests reach a cold cache: the seed's opening example."),
         burst(3, name="burst3", story="Three identical requests: one leader, two followers."),
         burst(2, name="burst2-abort", aborts=True, notifications=True,
               story="Two identical requests with client cancels (the leader's too) and bogus terminations."),
         burst(3, name="burst3-abort", aborts=True, notifications=True,
-              story="Three identical requests with cancels and bogus terminations."),
+              story="Three identical requests with cancels and bogus terminations; the leader lost releases everyone."),
+        burst(3, name="burst3-fail", failures=True, policy=promote,
+              story="A forward pass fails for the leader: the engine fails it and promotes a follower."),
+        burst(3, name="burst3-expire", expiry=True,
+              story="A follower's wait runs out: it computes for itself; single_prefill holds only in its weakened form."),
         burst(3, classes=2, name="mixed3", story="Two classes: coordination only between identical inputs."),
         burst(2, name="burst2-cap1", policy=Policy(capacity=1), eviction=True,
-              story="Capacity 1 with eviction: released followers queue behind the leader."),
+              story="Capacity 1 with background eviction: released followers queue behind the leader."),
         burst(2, name="burst2-evict", eviction=True, aborts=True,
-              story="Eviction of unreferenced pages, with cancels."),
+              story="Background eviction of unreferenced pages, with cancels."),
+        burst(3, name="burst3-evict", eviction=True,
+              story="Three identical requests and background eviction: released followers pin the leader's pages."),
+        burst(3, classes=2, name="mixed3-pool", num_pages=4, decode=2,
+              story="A pool of 4 pages for two classes: admission waits for memory, allocation evicts."),
         burst(4, name="burst4-abort", aborts=True, notifications=True,
               story="The largest default scenario: four identical requests with cancels."),
         Scenario(name="notail", requests=(Request(0, 2, has_tail=False), Request(0, 2, has_tail=False)),
                  story="Prompts of whole pages: the last full page is recomputed by every request."),
+        Scenario(name="short", requests=(Request(0, 0), Request(0, 0), Request(1, 1)),
+                 story="Prompts shorter than a page share nothing: their flights release at once."),
+        burst(2, name="nocache", policy=Policy(coordination="none", prefix_caching=False), num_pages=3,
+              story="Prefix caching off: nothing is looked up or published; a pool of 3 pages admits one at a time."),
     ]
     return {scn.name: scn for scn in s}
 
@@ -204,3 +280,10 @@ def _scale() -> dict[str, Scenario]:
 
 
 SCALE_SCENARIOS: dict[str, Scenario] = _scale()
+def policy_grid(scenario: Scenario) -> list[Scenario]:
+    """The scenario under every policy it is checked with: both release points and both publications,
+    and both leader-loss policies where a leader can be lost (aborts or failures)."""
+    losses = LEADER_LOSSES if (scenario.aborts or scenario.failures) and scenario.policy.single_flight else \
+        (scenario.policy.leader_loss,)
+    return [scenario.with_policy(release=r, publication=p, leader_loss=ll)
+            for ll in losses for r in RELEASES for p in PUBLICATIONS]

@@ -7,8 +7,13 @@ the ghost variables that properties read), gives each slot its range, and wraps 
 wraps a list of z3 terms, which is how the z3 checks read the spec symbolically.
 
 Phases of a request (``ph``): ``ABSENT`` (not arrived), ``BLOCKED`` (a follower waiting for its flight's
-release; it holds no pages), ``WAITING`` (queued for admission), ``PREFILL``, ``DECODE``, ``FINISHED``,
-``ABORTED``.
+release; it holds no pages), ``WAITING`` (queued for admission; a released follower holds references on
+the pages its leader held, its *pins*), ``PREFILL``, ``DECODE``, and the three ends: ``FINISHED``,
+``ABORTED`` (a client cancel) and ``FAILED`` (its forward pass failed).
+
+Per request, ``pubd`` counts the shareable pages of its prompt it holds references on, from the front:
+its pins while it waits, its hits and the pages it published while it runs, and, for a flight leader
+that has just terminated, the pages it still holds until its flight is released or handed on.
 
 For example::
 
@@ -25,8 +30,8 @@ from typing import Any, Sequence
 
 from flightcheck.spec.scenario import Scenario
 
-ABSENT, BLOCKED, WAITING, PREFILL, DECODE, FINISHED, ABORTED = range(7)
-PHASE_NAMES = ("absent", "blocked", "waiting", "prefill", "decode", "finished", "aborted")
+ABSENT, BLOCKED, WAITING, PREFILL, DECODE, FINISHED, ABORTED, FAILED = range(8)
+PHASE_NAMES = ("absent", "blocked", "waiting", "prefill", "decode", "finished", "aborted", "failed")
 LIVE_PHASES = (BLOCKED, WAITING, PREFILL, DECODE)
 
 # Flight slot values (one slot per request: a flight is named by the request that opened it).
@@ -124,7 +129,7 @@ class Layout:
             off += max(size, 1)
 
         nc = len(self.classes)
-        add("ph", "request", n, [0] * n, [ABORTED] * n)
+        add("ph", "request", n, [0] * n, [FAILED] * n)
         add("hit", "request", n, [0] * n, [self.num_shareable[k] for k in self.req_class])
         add("done", "request", n, [0] * n, [r.num_units for r in reqs])
         add("pubd", "request", n, [0] * n, [self.num_shareable[k] for k in self.req_class])
@@ -132,6 +137,7 @@ class Layout:
         add("mem", "request", n, [0] * n, [n] * n)
         add("rel", "request", n, [0] * n, [1] * n)
         add("fl", "request", n, [0] * n, [DRAINING] * n)
+        add("exp", "request", n, [0] * n, [1] * n)  # its wait expired (sticky: kept after it terminates)
         add("idx", "class", nc, [0] * nc, [n] * nc)
         add("pg", "page", num_pages, [0] * num_pages, [READY] * num_pages)
         add("ref", "page", num_pages, [0] * num_pages, [n] * num_pages)

@@ -4,8 +4,8 @@ Two states that differ only by a renaming of interchangeable requests (same clas
 decode bound) have the same future up to that renaming, so the explorer keeps one representative per
 orbit. :class:`Symmetry` renames a state by sorting each group of interchangeable requests by a local
 key, carrying the references between requests (flight membership, index entries, flight slots) along.
-The representative is always in the state's orbit (sound); two states of one orbit may occasionally
-get different representatives when local keys tie, which costs a little reduction, never a verdict.
+The representative is always in the state's orbit (sound), and every state of an orbit gets the same
+one (requests that tie on their keys and are linked by flight membership are tried in every order).
 
 Actions are renamed with the same permutation, so a path found on representatives is turned back into
 a concrete, replayable path (see :meth:`Symmetry.rename_action`).
@@ -23,6 +23,8 @@ For example::
 """
 
 from __future__ import annotations
+
+import itertools
 
 from flightcheck.spec.model import Action, FlightSpec
 from flightcheck.spec.state import State
@@ -59,20 +61,62 @@ class Symmetry:
         return not self.groups
 
     def canonical(self, state: State) -> tuple[State, tuple[int, ...]]:
-        """The representative of ``state`` and the renaming ``perm`` (old index -> new index)."""
+        """The representative of ``state`` and the renaming ``perm`` (old index -> new index).
+
+        Requests of a group are ordered by a key (their own slots, then their role in each naming field:
+        none, themselves, another request, and that request's own key); where requests still tie and a
+        naming field links them, every order of the tied requests is tried and the smallest renamed
+        state is kept, so the representative is the same for every state of an orbit.
+        """
         if not self.groups:
             return state, tuple(range(self.n))
-        perm = list(range(self.n))
         keys, roles = self.key_offsets, self.role_offsets
+        n = self.n
+        base = []
+        for i in range(n):
+            own = tuple(state[o + i] for o in keys)
+            base.append(own + tuple(0 if state[o + i] == 0 else (1 if state[o + i] == i + 1 else 2) for o in roles))
+        linked = set()
+        for o in roles:
+            for i in range(n):
+                v = state[o + i]
+                if v != 0 and v != i + 1:
+                    linked.add(i)
+                    linked.add(v - 1)
+        for k in self.named_slots:
+            if state[k]:
+                linked.add(state[k] - 1)
+
+        def key(i: int) -> tuple:
+            if i not in linked:
+                return (base[i], ())
+            return (base[i], tuple(base[state[o + i] - 1] if state[o + i] not in (0, i + 1) else () for o in roles))
+
+        perm = list(range(n))
+        ties: list[tuple[list[int], list[int]]] = []  # (new names, old requests) of linked requests that tie
         for group in self.groups:
-            def key(i: int) -> tuple:
-                own = tuple(state[o + i] for o in keys)
-                role = tuple(0 if state[o + i] == 0 else (1 if state[o + i] == i + 1 else 2) for o in roles)
-                return own + role
             ordered = sorted(group, key=key, reverse=True)  # the most advanced request is named first
             for new, old in zip(group, ordered):
                 perm[old] = new
-        return self.rename(state, perm), tuple(perm)
+            start = 0
+            for end in range(1, len(ordered) + 1):
+                if end == len(ordered) or key(ordered[end]) != key(ordered[start]):
+                    block = ordered[start:end]
+                    if len(block) > 1 and any(i in linked for i in block):
+                        ties.append((group[start:end], block))
+                    start = end
+        if not ties:
+            return self.rename(state, perm), tuple(perm)
+        best = None
+        for choice in itertools.product(*[itertools.permutations(block) for _names, block in ties]):
+            trial = list(perm)
+            for (names, _block), olds in zip(ties, choice):
+                for new, old in zip(names, olds):
+                    trial[old] = new
+            renamed = self.rename(state, trial)
+            if best is None or renamed < best[0]:
+                best = (renamed, tuple(trial))
+        return best
 
     def rename(self, state: State, perm: list[int] | tuple[int, ...]) -> State:
         """``state`` with request ``i`` renamed ``perm[i]`` everywhere it is named."""

@@ -17,10 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from flightcheck.spec.expr import And, If, Not, Or
+from flightcheck.spec import pool
+from flightcheck.spec.expr import And, If, Not, Or, Sum
 from flightcheck.spec.model import FlightSpec
 from flightcheck.spec.scenario import Policy, Scenario
-from flightcheck.spec.state import CLOSED, DECODE, DRAINING, FINISHED, NOT_CACHED, READY, RESERVED, Edit, View
+from flightcheck.spec.state import BLOCKED, CLOSED, DECODE, DRAINING, FINISHED, NOT_CACHED, OPEN, READY, RESERVED, WAITING, Edit, View
 
 
 class DrainingSpec(FlightSpec):
@@ -108,8 +109,102 @@ class StrandedFollowersSpec(FlightSpec):
     def release_guard(self, s: View, f: int) -> Any:
         finished = s.ph[f] == FINISHED
         if self.policy.release == "after-prefill":
-            return Or(finished, And(s.ph[f] == DECODE, s.pubd[f] >= self.shareable(f)))
-        return finished
+            reached = Or(finished, And(s.ph[f] == DECODE, s.pubd[f] >= self.shareable(f)))
+        else:
+            reached = finished
+        return And(reached, If(self.is_terminated(s, f), self.releases_everyone(s, f), self.calm(s)))
+
+
+class UnpinnedReleaseSpec(FlightSpec):
+    """The design before pinned release: released followers hold nothing until they are admitted, so
+    the cache can evict the leader's pages in between and several followers prefill them again."""
+
+    variant_name = "unpinned-release"
+
+    def pins_at_release(self, s: View, f: int) -> Any:
+        return 0
+
+
+class PromoteReleasedSpec(FlightSpec):
+    """Promotion picks any live request of the input, a released one included: the coordinator then
+    knows it twice (in the released set and as a flight's leader)."""
+
+    variant_name = "promote-released"
+
+    def g_promote(self, s: View, j: int) -> Any:
+        if not (self.policy.single_flight and self.policy.leader_loss == "promote"):
+            return False
+        lost = [And(self.is_orphaned(s, f), s.ph[f] != FINISHED)
+                for f in range(self.num_requests) if f != j and self.cls(f) == self.cls(j)]
+        candidate = Or(s.ph[j] == BLOCKED, And(s.rel[j] == 1, self.is_live(s, j)))
+        return And(candidate, Or(*lost))
+
+    def u_promote(self, s: View, j: int) -> Any:
+        e = s.edit()
+        flights = [f for f in range(self.num_requests) if f != j and self.cls(f) == self.cls(j)]
+        for f in flights:
+            orphan = And(self.is_orphaned(s, f), s.ph[f] != FINISHED)
+            e.fl[f] = If(orphan, CLOSED, s.fl[f])
+            e.pubd[f] = If(orphan, 0, s.pubd[f])
+            for m in range(self.num_requests):
+                if m != j:
+                    e.mem[m] = If(And(orphan, s.mem[m] == f + 1), j + 1, e.mem[m])
+        e.mem[j] = j + 1
+        e.fl[j] = OPEN
+        e.idx[self.cls(j)] = j + 1
+        e.ph[j] = If(s.ph[j] == BLOCKED, WAITING, s.ph[j])
+        return e.build()
+
+
+class PromoteLosesFollowersSpec(FlightSpec):
+    """Promotion renames the flight for the promoted follower only: the others still follow the old,
+    closed flight, blocked with nobody left to release them."""
+
+    variant_name = "promote-loses-followers"
+
+    def u_promote(self, s: View, j: int) -> Any:
+        state = super().u_promote(s, j)
+        e = self.view(state).edit()
+        for m in range(self.num_requests):
+            if m != j:
+                e.mem[m] = s.mem[m]
+        return e.build()
+
+
+class ExpireForgetsSpec(FlightSpec):
+    """An expired follower leaves its flight but is not put in the released set: its later, legitimate
+    termination is rejected as unknown."""
+
+    variant_name = "expire-forgets"
+
+    def expire_member(self, s: View, e: Edit, j: int) -> None:
+        e.mem[j] = 0
+
+
+class AdmitIgnoresReservationsSpec(FlightSpec):
+    """Admission checks the free and evictable pages but forgets what running requests reserved: a
+    running request can then find nothing to allocate."""
+
+    variant_name = "admit-ignores-reservations"
+
+    def fits(self, s: View, i: int) -> Any:
+        if not self.scenario.has_pool:
+            return True
+        h = self.num_hits(s, i)
+        unreferenced = Sum(And(s.pubd[i] <= p, p < h, s.ref[k] == 0) for p, k in enumerate(self.pages_of(i)))
+        room = pool.free_pages(self, s) + pool.num_evictable(self, s) - unreferenced
+        return room >= self.scenario.requests[i].num_lifetime_pages - h
+
+
+class EvictReferencedSpec(FlightSpec):
+    """Eviction takes any cached leaf, referenced or not: a running request loses a page it reads."""
+
+    variant_name = "evict-referenced"
+
+    def g_evict(self, s: View, k: int) -> Any:
+        c, p = self.layout.page_slots[k]
+        leaf = True if p + 1 >= self.layout.num_shareable[c] else s.pg[k + 1] == NOT_CACHED
+        return And(s.pg[k] == READY, leaf, self.calm(s))
 
 
 @dataclass(frozen=True)
@@ -150,6 +245,22 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "burst2", (("publication", "on-completion"),)),
     Variant("stranded-followers", StrandedFollowersSpec, "no_deadlock",
             "A leader that aborts before publishing leaves its followers blocked forever.", "burst2-abort"),
+    Variant("unpinned-release", UnpinnedReleaseSpec, "single_prefill",
+            "Released followers pin nothing: under eviction the leader's pages go before they are admitted.",
+            "burst3-evict"),
+    Variant("promote-released", PromoteReleasedSpec, "known_once",
+            "A lost leader's flight is handed to a request that was already released.", "burst3-abort",
+            (("leader_loss", "promote"),)),
+    Variant("promote-loses-followers", PromoteLosesFollowersSpec, "blocked_in_open_flight",
+            "Promotion moves only the promoted follower: the others follow a closed flight.", "burst3-abort",
+            (("leader_loss", "promote"),)),
+    Variant("expire-forgets", ExpireForgetsSpec, "termination_validated",
+            "An expired follower is in no flight and not in the released set: its termination is rejected.",
+            "burst3-expire"),
+    Variant("admit-ignores-reservations", AdmitIgnoresReservationsSpec, "admission_has_room",
+            "Admission forgets the running requests' reservations.", "mixed3-pool"),
+    Variant("evict-referenced", EvictReferencedSpec, "in_use_never_evicted",
+            "Eviction takes referenced pages too.", "burst2-evict"),
 )}
 
 

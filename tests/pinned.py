@@ -7,4 +7,10 @@ MUTANTS = {
     "insert-on-miss": ("visible_after_compute", 2),
     "early-release": ("release_after_publication", 6),
     "stranded-followers": ("no_deadlock", 3),
+    "unpinned-release": ("single_prefill", 16),
+    "promote-released": ("known_once", 11),
+    "promote-loses-followers": ("blocked_in_open_flight", 5),
+    "expire-forgets": ("termination_validated", 10),
+    "admit-ignores-reservations": ("admission_has_room", 4),
+    "evict-referenced": ("in_use_never_evicted", 5),
 }

@@ -14,6 +14,7 @@ For example::
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Optional
 
@@ -21,8 +22,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from flightcheck.checks.cli.errors import check_choice, usage_error
-from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS, Policy
+from flightcheck.checks.cli.errors import check_choice, loaded_model, usage_error
+from flightcheck.spec.scenario import COORDINATIONS, LEADER_LOSSES, PUBLICATIONS, RELEASES, SCENARIOS, Policy
 
 
 def _mutant(name: Optional[str]):
@@ -34,30 +35,21 @@ def _mutant(name: Optional[str]):
     return MUTANTS[name]
 
 
-def conform_stage(quick: bool) -> list:
-    """Suite stage: short conformance runs on the tiny model for both release points and publications, plus the probe."""
-    import time
+def _read_program(path: Path):
+    """A saved conformance program, or a usage error naming what is wrong with the file."""
+    from flightcheck.checks.conform.program import Program
 
-    from flightcheck.checks.conform.campaign import ConformOptions, run_conformance
-    from flightcheck.checks.conform.probe import probe
-    from flightcheck.checks.cli.suite import Row
-
-    rows = []
-    for release in RELEASES:
-        for publication in PUBLICATIONS:
-            r = run_conformance(ConformOptions(release=release, publication=publication,
-                                               examples=6 if quick else 15, max_rules=20, seed=0))
-            detail = (f"{r.runs} runs, {r.steps} engine steps, {r.events} events checked" if r.ok
-                      else r.failure.diagnosis.summary + " [" + ", ".join(r.failure.diagnosis.properties) + "]")
-            rows.append(Row("conform", f"tiny {release} {publication}", r.ok, detail, r.seconds))
-    t = time.perf_counter()
-    none, single = probe("none"), probe("single-flight")
-    ok = set(none.computations_per_page) == {8} and set(single.computations_per_page) == {1} \
-        and none.conformed and single.conformed
-    rows.append(Row("conform", "probe 8 cold identical requests", ok,
-                    f"computations per shared page: none {none.computations_per_page}, single-flight "
-                    f"{single.computations_per_page}", time.perf_counter() - t))
-    return rows
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise usage_error(f"cannot read the program {path}: {error}")
+    try:
+        program = Program.from_json(json.loads(text))
+        from flightcheck.impl.config import EngineConfig
+        EngineConfig(**program.setup.config)
+    except (json.JSONDecodeError, ValueError, TypeError) as error:
+        raise usage_error(f"{path}: {error}")
+    return program
 
 
 def register(app: typer.Typer) -> None:
@@ -72,27 +64,44 @@ def register(app: typer.Typer) -> None:
         publication: Optional[str] = typer.Option(None, help="Fix the publication policy."),
         coordination: Optional[str] = typer.Option(None, help="Fix the coordination."),
         max_rules: int = typer.Option(25, min=1, help="Rules per run."),
+        leader_loss: Optional[str] = typer.Option(None, "--leader-loss", help="Fix the leader-loss policy."),
         seed: Optional[int] = typer.Option(None, help="Hypothesis seed, for a repeatable campaign."),
         mutant: Optional[str] = typer.Option(None, help="Run against a deliberately broken engine."),
+        replay_program: Optional[Path] = typer.Option(None, "--replay", metavar="FILE",
+                                                      help="Run one saved program (a failure check printed)."),
+        save_dir: Path = typer.Option(Path("."), "--save-dir", help="Where a failing program is written."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Drive the real engine in lockstep with the spec (Hypothesis state machine); exit 1 with the shrunk failing run."""
-        from flightcheck.checks.conform.campaign import ConformOptions, run_conformance
+        from flightcheck.checks.conform.campaign import run_conformance, run_programs, save_failure
+        from flightcheck.checks.conform.results import ConformOptions
 
         check_choice("model", model, ("tiny", "smollm2"))
         check_choice("release", release, RELEASES)
         check_choice("publication", publication, PUBLICATIONS)
         check_choice("coordination", coordination, COORDINATIONS)
+        check_choice("leader-loss", leader_loss, LEADER_LOSSES)
         m = _mutant(mutant)
+        program = _read_program(replay_program) if replay_program is not None else None
+        loaded_model(model)  # a bad model file is bad input (exit 2), not a run that departs from the spec
         opts = ConformOptions(model=model, release=release, publication=publication, coordination=coordination,
-                              examples=examples, seconds=seconds, max_rules=max_rules, seed=seed)
+                              leader_loss=leader_loss, examples=examples, seconds=seconds, max_rules=max_rules,
+                              seed=seed)
         console = Console(stderr=as_json)
+
+        def campaign():
+            if program is not None:
+                return run_programs([program], model, shrink_seconds=0)
+            return run_conformance(opts)
+
         with console.status(f"conformance on the {model} model ..."):
             if m is not None:
                 with m.patched():
-                    result = run_conformance(opts)
+                    result = campaign()
             else:
-                result = run_conformance(opts)
+                result = campaign()
+        if result.failure is not None and result.failure.program is not None and program is None:
+            result.failure.saved_to = str(save_failure(result.failure.program, save_dir))
         if as_json:
             out = result.to_json()
             out["mutant"] = mutant
@@ -107,6 +116,42 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(0 if result.ok else 1)
 
     @app.command()
+    def corpus(
+        build: bool = typer.Option(False, "--build", help="Search for new programs and write the corpus."),
+        seconds: float = typer.Option(20.0, min=1, help="Search time per scenario and policy (with --build)."),
+        scenario: Optional[list[str]] = typer.Option(None, help="Only these scenarios (repeatable)."),
+        jobs: int = typer.Option(2, min=1, help="Parallel searches (with --build)."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    ) -> None:
+        """The regression corpus: programs that steer the engine's own scheduling onto the spec's edges."""
+        from flightcheck.checks.conform import corpus as corpus_mod
+
+        for name in scenario or []:
+            if name not in SCENARIOS:
+                raise usage_error(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+        entries = corpus_mod.load()
+        if build:
+            fresh = corpus_mod.build_all(seconds=seconds, jobs=jobs, only=scenario)
+            keys = {e.key for e in fresh}
+            entries = [e for e in entries if e.key not in keys] + fresh
+            order = {k: n for n, k in enumerate(f"{n} {' '.join(p.values())}" for n, p in corpus_mod.grid())}
+            entries.sort(key=lambda e: order.get(e.key, len(order)))
+            corpus_mod.save(entries)
+        shown = [e for e in entries if not scenario or e.scenario in scenario]
+        if as_json:
+            print(json.dumps({"entries": [{"key": e.key, "programs": len(e.programs), "edges": e.num_edges,
+                                           "covered": e.num_covered, "missed": e.missed} for e in shown]}))
+            raise typer.Exit(0)
+        t = Table(title="the engine's own scheduling over the spec's edges (corpus)")
+        for col in ("scenario and policy", "programs", "edges covered", "missed, by the step-loop rule that explains them"):
+            t.add_column(col)
+        for e in shown:
+            t.add_row(e.key, str(len(e.programs)), f"{e.num_covered}/{e.num_edges} ({100 * e.num_covered / max(1, e.num_edges):.0f}%)",
+                      ", ".join(f"{a} {n}" for a, n in e.missed.items()))
+        Console().print(t)
+        raise typer.Exit(0)
+
+    @app.command()
     def validate(
         events: Path = typer.Argument(..., help="A JSON-lines event log written by the engine."),
         release: Optional[str] = typer.Option(None, help="The engine's release point (or from a header line)."),
@@ -114,23 +159,27 @@ def register(app: typer.Typer) -> None:
         coordination: Optional[str] = typer.Option(None, help="The engine's coordination."),
         capacity: Optional[int] = typer.Option(None, min=1, help="The engine's max_running."),
         chunk: Optional[int] = typer.Option(None, min=1, help="The engine's prefill budget in pages."),
+        leader_loss: Optional[str] = typer.Option(None, "--leader-loss", help="release-all | promote (or from the header)."),
+        num_pages: Optional[int] = typer.Option(None, "--num-pages", min=1,
+                                                help="The engine's page pool (or from the header)."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
-        """Feed an event log through the spec; exit 1 with a diagnosis at the first mismatch."""
-        from flightcheck.checks.conform.validator import read_events, validate_events
+        """Feed an event log through the spec; exit 1 with a diagnosis at the first mismatch, 2 on a malformed log."""
+        from flightcheck.checks.conform.eventlog import read_events, validate_events
+        from flightcheck.checks.inputs import InputError
 
         check_choice("release", release, RELEASES)
         check_choice("publication", publication, PUBLICATIONS)
         check_choice("coordination", coordination, COORDINATIONS)
-        if not events.is_file():
-            raise usage_error(f"no such event log: {events}")
+        check_choice("leader-loss", leader_loss, LEADER_LOSSES)
         try:
-            evs, header = read_events(str(events))
-        except ValueError as error:
+            evs, header = read_events(str(events))  # the schema checked: a malformed log is exit 2, here
+        except InputError as error:
             raise usage_error(str(error))
-        base = dict((header or {}).get("policy", {}))
+        known = {f.name for f in fields(Policy)}  # the header may carry knobs the spec's Policy does not take
+        base = {k: v for k, v in (header or {}).get("policy", {}).items() if k in known}
         flags = {"release": release, "publication": publication, "coordination": coordination,
-                 "capacity": capacity, "chunk": chunk}
+                 "capacity": capacity, "chunk": chunk, "leader_loss": leader_loss}
         base.update({k: v for k, v in flags.items() if v is not None})
         base.setdefault("capacity", 8)
         base.setdefault("chunk", 32)  # the engine's defaults
@@ -138,7 +187,8 @@ def register(app: typer.Typer) -> None:
             policy = Policy(**base)
         except (TypeError, ValueError) as error:
             raise usage_error(f"bad policy: {error}")
-        report = validate_events(evs, policy)
+        pages = num_pages or ((header or {}).get("pool") or {}).get("num_pages")
+        report = validate_events(evs, policy, num_pages=pages, context=(header or {}).get("context"))
         if as_json:
             print(json.dumps(report.to_json()))
         elif report.ok:
@@ -161,23 +211,28 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Replay a counterexample path against the engine; exit 0 when the engine behaves as the path says."""
-        from flightcheck.checks.conform.replay import load_path, replay as run_replay
+        from flightcheck.checks.conform.replay import path_problem, read_path, replay as run_replay
+        from flightcheck.checks.inputs import InputError
         from flightcheck.spec.variants import VARIANTS
 
-        if not path.is_file():
-            raise usage_error(f"no such file: {path}")
         try:
-            actions, meta = load_path(path.read_text())
-        except (ValueError, json.JSONDecodeError) as error:
-            raise usage_error(f"{path}: {error}")
-        name = scenario or meta.get("scenario") or "burst2"
-        if name not in SCENARIOS:
-            raise usage_error(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
-        vname = variant or meta.get("variant") or "correct"
-        if vname not in VARIANTS:
-            raise usage_error(f"unknown variant {vname!r}; known: {', '.join(VARIANTS)}")
+            read = read_path(path)
+        except InputError as error:
+            raise usage_error(str(error))
+        actions, meta = read.actions, read.meta
+
+        def choose(option: str, given: Optional[str], default: str, known) -> str:  # the flag, the file's, the default
+            value = given or meta.get(option) or default
+            if value not in known:
+                what = f"unknown {option} {value!r}; known: {', '.join(known)}"
+                raise usage_error(f"--{option}: {what}" if given else str(InputError(str(path), read.places[0][0],
+                                                                                    option, what)))
+            return value
+
+        name = choose("scenario", scenario, "burst2", SCENARIOS)
+        vname = choose("variant", variant, "correct", VARIANTS)
         scn = SCENARIOS[name]
-        pol = dict(meta.get("policy") or scn.policy.__dict__)
+        pol = {**scn.policy.__dict__, **meta.get("policy", {})}
         for k, v, allowed in (("release", release, RELEASES), ("publication", publication, PUBLICATIONS),
                               ("coordination", coordination, COORDINATIONS)):
             if v is not None:
@@ -185,12 +240,19 @@ def register(app: typer.Typer) -> None:
         if capacity is not None:
             pol["capacity"] = capacity
         m = _mutant(mutant)
+        policy, spec_class = Policy(**pol), VARIANTS[vname].spec_class
+        wrong = path_problem(actions, scn, policy, spec_class=spec_class)
+        if wrong is not None:  # a path that is not a run of the spec is a bad input, not an engine's departure
+            n, why = wrong
+            raise usage_error(str(read.error(str(path), n, f"{why} (scenario {name}, variant {vname}, policy "
+                                             f"{policy.label()}; --scenario, --variant and the policy flags "
+                                             "choose them)")))
         try:
             if m is not None:
                 with m.patched():
-                    result = run_replay(actions, scn, Policy(**pol), spec_class=VARIANTS[vname].spec_class)
+                    result = run_replay(actions, scn, policy, spec_class=spec_class)
             else:
-                result = run_replay(actions, scn, Policy(**pol), spec_class=VARIANTS[vname].spec_class)
+                result = run_replay(actions, scn, policy, spec_class=spec_class)
         except ValueError as error:
             raise usage_error(str(error))
         if as_json:
@@ -210,6 +272,7 @@ def register(app: typer.Typer) -> None:
         from flightcheck.checks.conform.probe import probe as run_probe
 
         check_choice("model", model, ("tiny", "smollm2"))
+        loaded_model(model)
         results = [run_probe(c, model=model, num_requests=requests) for c in ("none", "single-flight")]
         ok = all(r.conformed for r in results) and set(results[1].computations_per_page) == {1}
         if as_json:

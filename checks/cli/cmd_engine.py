@@ -1,75 +1,129 @@
-"""Command ``serve``: the engine behind a small HTTP server on the local machine, streaming tokens.
+"""Command ``serve``: the engine behind an OpenAI-compatible HTTP API on the local machine.
 
 For example::
 
-    $ flightcheck serve --model smollm2 --port 8000 --release after-prefill --events events.jsonl
-    $ curl -N localhost:8000/generate -d '{"prompt": "Why is the sky blue?", "chat": true, "max_tokens": 40}'
-    $ curl localhost:8000/stats
+    $ flightcheck serve --model smollm2 --port 8000 --release after-prefill --events events.jsonl --monitor
+    $ curl localhost:8000/v1/completions -H 'Content-Type: application/json' \\
+        -d '{"model": "smollm2-135m-instruct", "prompt": "The capital of France is", "max_tokens": 8}'
+    $ curl localhost:8000/metrics
 
-Each ``/generate`` reply is JSON lines: ``{"request_id": n}``, one ``{"token", "text"}`` per token,
-then ``{"done": true, "finish_reason", "recovered_tokens", "ttft_ms", "completion_ms"}``. The event
-log (``--events``) is the spec's action vocabulary, ready for ``flightcheck validate``.
+Every field of ``EngineConfig`` is an option (``--coordination``, ``--release``, ``--publication``,
+``--max-running``, ``--num-pages``, ``--follower-wait-bound``, ...), read from the dataclass itself
+(:mod:`flightcheck.checks.cli.config_options`). ``--monitor`` checks every event the engine emits
+against the spec as it happens (the online monitor of checks/conform); a departure is logged, counted
+in /metrics (``flightcheck_engine_failures_total{kind="conformance"}``), reported by /health, and
+fails the request it concerns with a 500 naming it.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+import logging
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
+
+from flightcheck.checks.cli.config_options import build_config, config_parameters, with_options
+from flightcheck.checks.cli.errors import usage_error
+
+# Why 1024: the server holds many clients' pages at once; EngineConfig's own default (512) suits a
+# single process's experiments.
+SERVE_DEFAULTS = {"num_pages": 1024}
+
+
+def attach_monitor(engine: Any) -> Any:
+    """The online monitor on ``engine`` (the one place the server's side imports it)."""
+    from flightcheck.checks.conform.monitor import Monitor
+
+    return Monitor(engine)
+
+
+def load_engine(model: str, config: Any, events: Optional[str], history: Optional[int]) -> Any:
+    """The engine for ``--model``; a missing or corrupt model file is a usage error (exit 2)."""
+    from flightcheck.impl.engine import Engine
+    from flightcheck.impl.model_file import ModelFileError
+
+    try:
+        if model == "smollm2":
+            return Engine.smollm2(config, event_log_path=events, event_history=history)
+        return Engine.tiny(config, event_log_path=events, event_history=history)
+    except ModelFileError as error:
+        raise usage_error(str(error)) from None
+    except OSError as error:
+        raise usage_error(f"cannot open {error.filename or 'a file'}: {error.strerror or error}") from None
 
 
 def register(app: typer.Typer) -> None:
     """Adds ``serve`` to the command line."""
 
-    @app.command()
     def serve(
         model: str = typer.Option("smollm2", help="smollm2 (the real model) or tiny (random weights, token ids only)"),
         host: str = typer.Option("127.0.0.1", help="address to bind (local only by default)"),
         port: int = typer.Option(8000, help="TCP port (0: any free port)"),
-        coordination: str = typer.Option("single-flight", help="none or single-flight"),
-        release: str = typer.Option("after-prefill", help="after-prefill or on-completion"),
-        publication: str = typer.Option("incremental", help="incremental or on-completion"),
-        max_running: int = typer.Option(8, help="requests in prefill or decode at once"),
-        num_pages: int = typer.Option(1024, help="KV pages of 16 tokens"),
-        prefill_chunk_pages: int = typer.Option(32, help="prefill budget per step, in pages"),
-        events: Optional[str] = typer.Option(None, help="write the event log (JSON lines) here"),
+        events: Optional[str] = typer.Option(None, help="write the engine's event log (JSON lines) here"),
+        monitor: bool = typer.Option(False, help="check every event against the spec as the server runs "
+                                     "(keeps every request's record: for validation runs)"),
+        history: int = typer.Option(256, help="finished requests whose records are kept in memory"),
+        event_history: int = typer.Option(100_000, help="engine events kept in memory (the --events file has all)"),
+        max_body_bytes: int = typer.Option(1 << 20, help="request bodies above this are refused (413) unread"),
+        body_timeout: float = typer.Option(30.0, help="seconds for a request body to arrive (else 408)"),
+        header_timeout: float = typer.Option(10.0, help="seconds for a request's headers (else the connection closes)"),
+        keep_alive: float = typer.Option(5.0, help="seconds an idle keep-alive connection stays open"),
+        max_connections: int = typer.Option(256, help="open connections beyond which requests get a 503"),
+        shutdown_timeout: float = typer.Option(10.0, help="seconds replies may take to close at shutdown"),
+        **policy: Any,
     ) -> None:
-        """Serve the engine over HTTP: POST /generate streams tokens, POST /abort, GET /stats."""
-        from flightcheck.impl.config import EngineConfig
+        """Serve the engine over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions,
+        /v1/models, /health, /metrics, /info)."""
         from flightcheck.impl.errors import InvalidConfigError
 
         err = Console(stderr=True)
         if model not in ("smollm2", "tiny"):
-            raise typer.BadParameter(f"--model must be smollm2 or tiny, got {model!r}")
+            raise usage_error(f"--model must be smollm2 or tiny, got {model!r}")
         if not 0 <= port <= 65535:
-            raise typer.BadParameter(f"--port must be in 0..65535, got {port}")
-        try:
-            config = EngineConfig(coordination=coordination, release=release, publication=publication,
-                                  max_running=max_running, num_pages=num_pages, prefill_chunk_pages=prefill_chunk_pages)
-        except InvalidConfigError as error:
-            err.print(f"[bold red]error:[/] {error}", highlight=False)
-            raise typer.Exit(2)
+            raise usage_error(f"--port must be in 0..65535, got {port}")
+        if history < 0 or event_history < 0:
+            raise usage_error(f"--history and --event-history must be >= 0, got {history} and {event_history}")
+        from flightcheck.impl.config import EngineConfig
+        from flightcheck.impl.server import Limits, Server
 
-        from flightcheck.impl.engine import Engine
-        from flightcheck.impl.server import Server
-
-        engine = Engine.smollm2(config, event_log_path=events) if model == "smollm2" else \
-            Engine.tiny(config, event_log_path=events)
         try:
-            server = Server(engine, host, port)
+            config = build_config(EngineConfig, policy)
+            limits = Limits(max_body_bytes=max_body_bytes, body_timeout_s=body_timeout, header_timeout_s=header_timeout,
+                            keep_alive_s=keep_alive, max_connections=max_connections, shutdown_timeout_s=shutdown_timeout)
+        except (InvalidConfigError, ValueError) as error:
+            raise usage_error(str(error)) from None
+        kept = None if monitor else history
+        engine = load_engine(model, config, events, None if monitor else event_history)
+        if monitor:
+            attach_monitor(engine)
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+        try:
+            server = Server(engine, host, port, limits=limits, history=kept)
         except OSError as error:
-            err.print(f"[bold red]error:[/] cannot bind {host}:{port}: {error}", highlight=False)
-            raise typer.Exit(2)
-        bound_host, bound_port = server.address
-        err.print(f"serving {model} on http://{bound_host}:{bound_port} "
-                  f"({coordination}, release {release}, publication {publication}); Ctrl-C stops", highlight=False)
+            engine.close()
+            raise usage_error(f"cannot bind {host}:{port}: {error.strerror or error}") from None
+        err.print(f"serving {model} as {server.model_id!r} on {server.url} ({config.coordination}, release "
+                  f"{config.release}, publication {config.publication}{', monitored' if monitor else ''}); "
+                  f"Ctrl-C stops", highlight=False)
         info = engine.info()
         style = "" if info["is_fast_blas"] else "[bold yellow]warning:[/] "
         err.print(f"{style}{info['model']}; {info['blas']}", highlight=False)
         try:
             server.serve_forever()
-        except KeyboardInterrupt:
-            pass
         finally:
             engine.close()
+        err.print("stopped", highlight=False)
+
+    with_options(serve, config_parameters(_engine_config(), SERVE_DEFAULTS))
+    app.command()(serve)
+
+
+def _engine_config() -> type:
+    # Why a function: impl/config.py imports nothing heavy, but keep the CLI's import cost in one place.
+    from flightcheck.impl.config import EngineConfig
+
+    return EngineConfig
+
+
+__all__ = ["attach_monitor", "load_engine", "register"]

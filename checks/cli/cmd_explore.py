@@ -144,7 +144,8 @@ def register(app: typer.Typer) -> None:
         except StateLimitExceeded as e:
             raise usage_error(str(e))
         if render is not None:
-            from flightcheck.checks.explore.render import RenderError, render_result
+            from flightcheck.checks.explore.picture import RenderError
+            from flightcheck.checks.explore.render import render_result
             from flightcheck.checks.explore.state_graph import GraphTooLarge
             try:
                 render_result(result, render)
@@ -182,10 +183,21 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def check(
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
-        quick: bool = typer.Option(False, "--quick", help="Skip the stages that need the real model."),
+        quick: bool = typer.Option(False, "--quick", help="Skip the real model and the largest scenarios; replay "
+                                   "each scenario's corpus under its own policy only."),
+        budget: Optional[float] = typer.Option(None, "--budget", min=1, metavar="SECONDS",
+                                               help="Random conformance programs beyond the seeded campaign."),
+        model: str = typer.Option("tiny", help="tiny | smollm2: the model the conformance stage drives."),
+        record: bool = typer.Option(False, "--record", help="Write this run's figures as the expected ones."),
+        stage: Optional[list[str]] = typer.Option(None, "--stage", help="Run only this stage (repeatable)."),
     ) -> None:
         """The main job: every check flightcheck has, over the default scenarios, with a summary."""
-        from flightcheck.checks.cli.suite import run_suite
+        from flightcheck.checks.cli.suite import STAGES, run_suite
 
-        ok = run_suite(as_json=as_json, quick=quick)
+        check_choice("model", model, ("tiny", "smollm2"))
+        known = [s for s, _p, _m in STAGES]
+        for s in stage or []:
+            if s not in known:
+                raise usage_error(f"unknown --stage {s!r}; known: {', '.join(known)}")
+        ok = run_suite(as_json=as_json, quick=quick, budget=budget, model=model, record=record, stages=stage)
         raise typer.Exit(0 if ok else 1)

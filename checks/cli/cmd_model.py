@@ -10,7 +10,8 @@ For example::
 
 ``generate`` runs one sequence through the paged model runner (prefill in chunks of
 ``--prefill-chunk`` tokens, then one token a step). ``doctor`` exits 1 when the fast BLAS is not in
-effect on Linux or the model file is missing or corrupt, and says how to fix it.
+effect on Linux and 2 when the model file is missing or corrupt (bad input, as for every command that
+loads a model), and says how to fix it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 PAGE_SIZE = 16
@@ -45,7 +47,7 @@ class GenerationStats:
 
 
 def _error(message: str, code: int) -> typer.Exit:
-    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    Console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -122,8 +124,8 @@ def register(app: typer.Typer) -> None:
 
         try:
             model, tokenizer, info = load_smollm2(model_path)
-        except ModelFileError as exc:
-            raise _error(str(exc), 1) from None
+        except ModelFileError as exc:  # a missing or corrupt model is bad input: exit 2
+            raise _error(str(exc), 2) from None
         prompt_ids = tokenizer.encode_chat(prompt, system) if chat else tokenizer.encode(prompt)
         context = info.args.max_position_embeddings
         if len(prompt_ids) + max_tokens > context:
@@ -151,13 +153,13 @@ def register(app: typer.Typer) -> None:
         import platform
 
         from flightcheck.impl.blas import blas_status
-        from flightcheck.impl.model_file import FILE_SHA256, ModelFileError, locate
+        from flightcheck.impl.model_file import FILE_SHA256, ModelFileError, locate, resolve
 
         status = blas_status()
         try:
             model_file, model_ok, model_note = str(locate(model_path)), True, f"sha256 {FILE_SHA256[:16]}... ok"
         except ModelFileError as exc:
-            model_file, model_ok, model_note = model_path or "(cache)", False, str(exc)
+            model_file, model_ok, model_note = str(resolve(model_path)[0]), False, str(exc)
         findings = {
             "platform": f"{platform.system()} {platform.machine()}",
             "mlx_version": status.mlx_version,
@@ -182,5 +184,7 @@ def register(app: typer.Typer) -> None:
             table.add_row("BLAS", f"{mark[status.is_fast]} {status.describe()}")
             table.add_row("model file", f"{mark[model_ok]} {model_file}: {model_note}")
             Console().print(table)
-        if not (status.is_fast and model_ok):
+        if not model_ok:
+            raise typer.Exit(2)  # a missing or corrupt model file: bad input, whatever the BLAS
+        if not status.is_fast:
             raise typer.Exit(1)

@@ -44,12 +44,14 @@ def parse_side(option: str, text: str) -> dict[str, Any]:
         key, eq, value = (x.strip() for x in part.partition("="))
         if not eq or not value:
             raise ValueError(f"{option}: {part!r} is not KEY=VALUE")
+        if key in out:
+            raise ValueError(f"{option}: {key} is given twice")
         if key in _CHOICES:
             if value not in _CHOICES[key]:
                 raise ValueError(f"{option}: {key} must be one of {', '.join(_CHOICES[key])}; got {value!r}")
             out[key] = value
         elif key in _INTS:
-            if not value.isdigit() or int(value) < 1:
+            if not (value.isascii() and value.isdecimal()) or int(value) < 1:
                 raise ValueError(f"{option}: {key} must be a positive integer; got {value!r}")
             out[key] = int(value)
         elif key == "variant":
@@ -78,7 +80,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compare two policies' state graphs of one scenario: counts, and a coloured picture."""
         from flightcheck.checks.explore.explorer import StateLimitExceeded, explore
-        from flightcheck.checks.explore.render import RenderError, SUFFIXES, render_diff
+        from flightcheck.checks.explore.picture import SUFFIXES, RenderError
+        from flightcheck.checks.explore.render import render_diff
 
         if scenario not in SCENARIOS:
             raise usage_error(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
@@ -104,7 +107,7 @@ def register(app: typer.Typer) -> None:
             if render is not None:
                 counts = render_diff(results[0], results[1], render, names, force=force)
             else:
-                from flightcheck.checks.explore.render import diff_counts
+                from flightcheck.checks.explore.picture import diff_counts
                 counts = diff_counts(results[0], results[1])
         except RenderError as e:
             raise usage_error(str(e))

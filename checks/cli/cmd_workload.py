@@ -23,12 +23,13 @@ from pathlib import Path
 
 import typer
 
+from flightcheck.checks.cli.errors import usage_error
+
 _SHARED_NAMES = ("conversation", "synthetic")
 
 
 def _fail(message: str) -> typer.Exit:
-    typer.echo(f"Error: {message}", err=True)
-    return typer.Exit(2)
+    return usage_error(message)
 
 
 def _resolve(trace: str) -> Path:
@@ -37,6 +38,8 @@ def _resolve(trace: str) -> Path:
     path = Path(trace)
     if path.is_file():
         return path
+    if path.is_dir():
+        raise _fail(f"{trace}: is a directory, not a trace file")
     if trace in _SHARED_NAMES:
         shared = shared_trace_path(trace)
         if shared.is_file():
@@ -127,7 +130,9 @@ def register(app: typer.Typer) -> None:
 
         from flightcheck.checks.workload import sweep as ws
         from flightcheck.checks.workload.model import LOOKUPS, ROUTINGS, prepare_trace
-        from flightcheck.checks.workload.trace import Trace, TraceError, events_to_trace, load_trace, write_trace
+        from flightcheck.checks.conform.eventlog import read_events
+        from flightcheck.checks.inputs import InputError, read_lines
+        from flightcheck.checks.workload.trace import Trace, events_to_trace, load_trace, write_trace
 
         for name, values, allowed in (("--routing", routing, ROUTINGS), ("--lookup", lookup, LOOKUPS)):
             for value in values or []:
@@ -159,16 +164,15 @@ def register(app: typer.Typer) -> None:
             for trace in traces or []:
                 loaded.append(load_trace(_resolve(trace)))
             if from_events is not None:
-                if not from_events.is_file():
-                    raise _fail(f"event log {str(from_events)!r} not found")
-                converted = events_to_trace(from_events.read_text(encoding="utf-8").split("\n"),
-                                            source=str(from_events), block_tokens=block_tokens)
+                read_events(str(from_events))  # the event schema, as `flightcheck validate` reads the log
+                converted = events_to_trace(read_lines(from_events, "events"), source=str(from_events),
+                                            block_tokens=block_tokens)
                 if convert_out is not None:
                     write_trace(converted, convert_out)
                 if converted.num_requests > 1 and all(r.timestamp_ms == 0 for r in converted.requests):
                     typer.echo(f"note: no arrive event in {from_events} carries 't'; all requests arrive at 0 ms", err=True)
                 loaded.append(Trace(from_events.stem, converted.requests))
-        except TraceError as error:
+        except InputError as error:  # TraceError is one
             raise _fail(str(error)) from None
         if not loaded:
             raise _fail("give at least one TRACE or --from-events EVENTS.jsonl")

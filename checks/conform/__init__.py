@@ -1,1 +1,1 @@
-"""placeholder"""
+"""The real engine checked against the spec: abstraction, trace validation, monitor, campaigns, replay."""

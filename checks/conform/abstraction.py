@@ -1,25 +1,26 @@
 """The engine's real state, abstracted into a spec state of the matching :class:`~flightcheck.spec.state.Layout`.
 
 The abstraction reads the engine's own structures, never its event log: each request's phase, hit
-pages, computed units, published pages and decode count; the coordinator's flights, index and released
-set; the prefix cache's pages (by chained key) with their reference counts. Whether a cached page's KV
-was really computed is not a field of the engine, so :class:`KVWitness` sits between the scheduler and
-the model runner and records, for every page slot the runner is asked to write, a chained tag of the
-tokens that produced it; a cached page whose slots do not carry the tags of its own prefix is abstracted
-as ``RESERVED`` (visible but not computed), which the spec's ``visible_after_compute`` forbids.
+pages, computed units, the cached pages it references from the front of its prompt (hits and published
+pages while it runs, pins while it waits, what a terminated flight leader still keeps), decode count and
+whether its wait expired; the coordinator's flights (named after their current leader), index and
+released set; the prefix cache's pages (by chained key) with their reference counts, and with the
+:class:`~flightcheck.checks.conform.witness.KVWitness` whether their KV was really written. Everything
+the engine holds that this layout has no slot for is checked by :mod:`flightcheck.checks.conform.books`.
 
-Terminated requests are normalised as the spec's ``_terminate`` does (hit/done/published/decoded 0),
-ghost variables are 0 (the engine has no history variables; the ghost-based properties are checked on
-the state the spec reaches by replaying the engine's events instead).
+Terminated requests are normalised as the spec's ``_terminate`` does (hit/done/decoded 0, and no pages
+unless a leader's flight is pending); ghost variables are 0 (the engine has no history variables; the
+ghost-based properties are checked on the state the spec reaches by replaying the engine's events).
 
 For example::
 
     >>> from flightcheck.impl.engine import Engine, EngineConfig
-    >>> from flightcheck.checks.conform.validator import SpecTracker
+    >>> from flightcheck.checks.conform.tracker import SpecTracker
+    >>> from flightcheck.checks.conform.witness import KVWitness
     >>> from flightcheck.spec.scenario import Policy
     >>> eng = Engine.tiny(EngineConfig(num_pages=16))
     >>> witness = KVWitness.attach(eng)
-    >>> tracker = SpecTracker(Policy(capacity=8, chunk=32))
+    >>> tracker = SpecTracker(Policy(capacity=8, chunk=32), num_pages=16)
     >>> eng.events.add_listener(lambda ev: tracker.observe_arrival(ev, eng))
     >>> _ = eng.add_request([7] * 40)
     >>> abstract_state(eng, tracker, witness) == tracker.spec.apply(tracker.spec.initial(), tracker.last_action)
@@ -28,81 +29,31 @@ For example::
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
+from flightcheck.checks.conform.witness import KVWitness
 from flightcheck.impl.request import Phase
 from flightcheck.spec.state import (
-    ABORTED, BLOCKED, DECODE, FINISHED, NOT_CACHED, OPEN, PREFILL, READY, RESERVED, WAITING, State,
+    ABORTED, BLOCKED, DECODE, FAILED, FINISHED, NOT_CACHED, OPEN, PREFILL, READY, RESERVED, WAITING, State,
 )
 
 _PHASES = {Phase.BLOCKED: BLOCKED, Phase.WAITING: WAITING, Phase.PREFILL: PREFILL, Phase.DECODE: DECODE,
-           Phase.FINISHED: FINISHED, Phase.ABORTED: ABORTED}
-_ROOT_TAG = 0x5EED
+           Phase.FINISHED: FINISHED, Phase.ABORTED: ABORTED, Phase.FAILED: FAILED}
 
 
-def chain_tags(token_ids: Sequence[int]) -> list[int]:
-    """The KV identity of every position of a sequence: tag(p) = hash(tag(p - 1), token p).
+def computed_pages(request: Any, page_size: int) -> int:
+    """Pages holding the K/V a request has computed (or recovered): its block table as the spec counts it.
 
-    Two positions carry the same tag exactly when their whole prefixes agree (up to hash collisions),
-    which is what makes their K/V equal.
+    A step allocates its pages while it plans, before the forward pass and before the step's events, so
+    between those points a block table may hold pages for work not yet done; they count as planned.
     """
-    tags, prev = [], _ROOT_TAG
-    for t in token_ids:
-        prev = hash((prev, int(t)))
-        tags.append(prev)
-    return tags
-
-
-class KVWitness:
-    """A transparent proxy of a ``ModelRunner`` that records which page slots each forward pass wrote.
-
-    ``tags[page_id][slot]`` is the chain tag (see :func:`chain_tags`) of the token whose K/V was last
-    written into that slot. Everything else is forwarded to the real runner, so the engine runs exactly
-    as before. :meth:`attach` installs it on an engine.
-    """
-
-    def __init__(self, runner: Any) -> None:
-        self._runner = runner
-        self.tags: dict[int, list[int | None]] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._runner, name)
-
-    @classmethod
-    def attach(cls, engine: Any) -> "KVWitness":
-        """Put a witness between ``engine``'s scheduler and its runner; returns the witness."""
-        runner = engine.scheduler.runner
-        if isinstance(runner, KVWitness):
-            return runner
-        witness = cls(runner)
-        engine.runner = engine.scheduler.runner = witness
-        return witness
-
-    def forward(self, chunks: list) -> Any:
-        """Record the slots each chunk writes, then run the real forward pass."""
-        size = self._runner.page_size
-        for chunk in chunks:
-            table, pos = chunk.block_table, chunk.start_pos
-            prev = _ROOT_TAG if pos == 0 else self._tag(table, pos - 1, size)
-            for token in chunk.token_ids:
-                prev = hash((prev, int(token)))
-                self.tags.setdefault(table[pos // size], [None] * size)[pos % size] = prev
-                pos += 1
-        return self._runner.forward(chunks)
-
-    def _tag(self, table: list[int], pos: int, size: int) -> int | None:
-        slots = self.tags.get(table[pos // size])
-        return None if slots is None else slots[pos % size]
-
-    def holds(self, page_id: int, expected: Sequence[int]) -> bool:
-        """True when every slot of ``page_id`` carries the expected tags (the page's KV was computed)."""
-        return self.tags.get(page_id) == list(expected)
+    return -(-request.num_computed // page_size)
 
 
 def abstract_state(engine: Any, tracker: Any, witness: KVWitness | None = None) -> State:
     """The engine's current state as a spec state of ``tracker.spec``'s layout.
 
-    ``tracker`` (a :class:`~flightcheck.checks.conform.validator.SpecTracker`) supplies the naming: engine
+    ``tracker`` (a :class:`~flightcheck.checks.conform.tracker.SpecTracker`) supplies the naming: engine
     request ID -> spec request index (arrival order), input -> class slot, page key -> page slot.
     Requests the tracker has not seen are left absent.
     """
@@ -117,20 +68,21 @@ def abstract_state(engine: Any, tracker: Any, witness: KVWitness | None = None) 
         if req is None:
             continue
         ph = _PHASES[req.phase]
-        live = ph <= DECODE
         if ph == PREFILL and req.is_prefill_done:
             ph = DECODE  # the first token is due in the same call: prefill complete is decode
         e.ph[i] = ph
-        if ph in (PREFILL, DECODE):
+        e.exp[i] = 1 if req.is_expired else 0
+        e.rel[i] = 1 if engine_id in coord.released_request_ids else 0
+        if ph <= DECODE:
             units = spec.scenario.requests[i].num_units
             e.hit[i] = req.num_hit_pages
             e.done[i] = min(-(-min(req.num_computed, req.num_tokens) // page_size), units)
             e.pubd[i] = req.num_published
             e.dec[i] = max(0, len(req.output_token_ids) - 1)
-        if live or ph in (FINISHED, ABORTED):
-            e.rel[i] = 1 if engine_id in coord.released_request_ids else 0
-    for flight_id, flight in coord.flights.items():
-        f = tracker.index_of.get(flight_id)
+        else:
+            e.pubd[i] = len(req.block_table)  # a terminated leader keeps its pages only while its flight is pending
+    for flight in coord.flights.values():
+        f = tracker.index_of.get(flight.leader_request_id)
         if f is None:
             continue
         e.fl[f] = OPEN
@@ -142,7 +94,8 @@ def abstract_state(engine: Any, tracker: Any, witness: KVWitness | None = None) 
                 e.mem[j] = f + 1
     for tokens, flight_id in coord.index.items():
         c = tracker.class_of_tokens.get(tuple(tokens))
-        f = tracker.index_of.get(flight_id)
+        flight = coord.flights.get(flight_id)
+        f = tracker.index_of.get(flight.leader_request_id) if flight is not None else None
         if c is not None and f is not None:
             e.idx[c] = f + 1
     for k, (c, p) in enumerate(lay.page_slots):

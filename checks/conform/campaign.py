@@ -1,140 +1,46 @@
-"""Lockstep conformance: a Hypothesis state machine drives the real engine while the spec checks every event.
+"""Conformance campaigns: Hypothesis's lockstep fuzzing, and the seeded campaign whose verdict never varies.
 
-Each run (one Hypothesis example) builds a fresh engine over the tiny model (or the real SmolLM2) with
-a policy and capacities Hypothesis picks, a fixed pool of request templates (prompt classes, pages,
-tails, max tokens), and a random subset of the optional rule kinds (swarm testing). Rules:
+:func:`run_conformance` runs :class:`~flightcheck.checks.conform.machine.EngineConformance` for a number
+of examples (or seconds), shrinks the first failure with Hypothesis, then minimises its program
+(:mod:`flightcheck.checks.conform.minimize`): what ``flightcheck conform`` runs.
 
-- ``arrive``: a template arrives with sampling settings (temperature, seed);
-- ``step``: the engine takes one step; its events are checked online by a
-  :class:`~flightcheck.checks.conform.validator.Monitor` as they are emitted;
-- ``abort``: a leader, follower, waiting or running request is cancelled;
-- ``notify``: a termination arrives for an unknown or already-terminated ID: the engine must raise
-  ``UnknownRequestError`` and change nothing (``engine.snapshot()`` before and after);
-- ``hold`` / ``resume``: the test barrier on a request's prefill, to force other interleavings.
+:func:`run_programs` runs a sequence of programs (the regression corpus, or :func:`seeded_programs`) one
+after another with no randomness of its own, stops at the first failure and minimises it: what
+``flightcheck check`` runs, so the same commit gives the same verdict every time. A failure's program is
+written to a file that ``flightcheck conform --replay`` runs again.
 
-After every rule the spec's safety properties are evaluated on the abstracted engine state, which must
-equal the spec state reached by replaying the engine's events. At the end the engine is drained: every
-request must terminate, and a step that does nothing while requests are live is a deadlock.
-``hypothesis.target`` steers runs towards deep states: followers released, a leader aborted during its
-prefill, full capacity, evictions.
+Both return a :class:`~flightcheck.checks.conform.results.ConformResult`; a campaign passes only when no
+run failed, whatever Hypothesis made of the example.
 
 For example::
 
-    >>> result = run_conformance(ConformOptions(examples=3, max_rules=8, seed=0))
-    >>> result.ok, result.runs >= 3, result.failure is None
-    (True, True, True)
+    >>> result = run_programs(seeded_programs(seed=0, count=3))
+    >>> result.ok, result.runs
+    (True, 3)
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterable, Iterator
 
-from flightcheck.checks.conform.validator import ConformanceError, Diagnosis, Monitor
-from flightcheck.spec.scenario import PUBLICATIONS, RELEASES
-from flightcheck.spec.symmetry import Symmetry
-
-OPTIONAL_RULES = ("abort", "notify", "hold")
-ABORT_KINDS = ("running", "leader", "follower", "waiting")
-MAX_ARRIVALS = 6
-
-
-@dataclass(frozen=True)
-class ConformOptions:
-    """What a conformance campaign runs: model, fixed policy knobs (None: Hypothesis picks), budgets."""
-
-    model: str = "tiny"
-    release: str | None = None
-    publication: str | None = None
-    coordination: str | None = None
-    examples: int = 30
-    seconds: float | None = None
-    max_rules: int = 25
-    seed: int | None = None
-    shrink_seconds: float = 20.0
-
-
-@dataclass
-class ConformFailure:
-    """The shrunk failing run: its rules in order and the diagnosis."""
-
-    rules: list[str]
-    diagnosis: Diagnosis
-
-    def format(self) -> str:
-        """The rules as a numbered list, then the diagnosis."""
-        lines = ["shrunk failing scenario:"] + [f" {n:2d}. {r}" for n, r in enumerate(self.rules, 1)]
-        return "\n".join(lines + [self.diagnosis.format()])
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready form."""
-        return {"rules": self.rules, "diagnosis": self.diagnosis.to_json()}
-
-
-@dataclass
-class ConformResult:
-    """A campaign's verdict and figures."""
-
-    ok: bool
-    runs: int = 0
-    steps: int = 0
-    events: int = 0
-    rules: int = 0
-    seconds: float = 0.0
-    transitions: set = field(default_factory=set)
-    features: dict[str, int] = field(default_factory=dict)
-    failure: ConformFailure | None = None
-    program: tuple | None = None  # the failing run as (set-up draws, [(rule, draws)])
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready form (the spec transitions as a count)."""
-        return {"verdict": "conformed" if self.ok else "failed", "runs": self.runs, "steps": self.steps,
-                "events": self.events, "rules": self.rules, "seconds": round(self.seconds, 2),
-                "spec_transitions": len(self.transitions), "features": self.features,
-                "failure": self.failure.to_json() if self.failure else None}
-
-
-# --- models ------------------------------------------------------------------------------------------
-_MODELS: dict[str, Any] = {}
-
-
-def load_model(name: str) -> tuple[Any, list[int], int]:
-    """``(model, eos_token_ids, vocab)`` for "tiny" or "smollm2", loaded once per process."""
-    if name not in _MODELS:
-        if name == "tiny":
-            from flightcheck.impl.tiny import tiny_model
-            _MODELS[name] = (tiny_model(0), [], 256)
-        elif name == "smollm2":
-            from flightcheck.impl.gguf import load_smollm2
-            model, tokenizer, _info = load_smollm2()
-            _MODELS[name] = (model, [tokenizer.eos_id], 49152)
-        else:
-            raise ValueError(f"unknown model {name!r}; expected tiny or smollm2")
-    return _MODELS[name]
-
-
-def build_engine(model_name: str, config: Any) -> Any:
-    """A fresh engine over a cached model with its own KV pools."""
-    from flightcheck.impl.engine import Engine
-    from flightcheck.impl.runner import ModelRunner
-
-    model, eos, _vocab = load_model(model_name)
-    return Engine(ModelRunner(model, num_pages=config.num_pages), None, config, eos_token_ids=eos)
-
-
-def class_tokens(c: int, num_tokens: int, vocab: int, salt: int = 0) -> list[int]:
-    """Deterministic prompt tokens of class ``c``; classes differ in their first token (no shared pages)."""
-    rng = random.Random(1009 * c + salt)
-    return [c + 1] + [rng.randrange(1, min(vocab, 256)) for _ in range(num_tokens - 1)]
+from flightcheck.checks.conform.diagnosis import Diagnosis
+from flightcheck.checks.conform.generate import random_program
+from flightcheck.checks.conform.machine import campaign_machine
+from flightcheck.checks.conform.minimize import minimize, same_failure
+from flightcheck.checks.conform.program import Program
+from flightcheck.checks.conform.results import ConformFailure, ConformOptions, ConformResult
+from flightcheck.checks.conform.runner import RunOutcome, run_program
 
 
 def transitions_of(spec: Any, actions: list[str]) -> set:
-    """The canonical spec edges ``(state, action name, next state)`` a path of actions visits."""
+    """The canonical spec edges ``(scenario requests, state, action name, next state)`` a path visits."""
     from flightcheck.spec.model import parse_action
 
-    sym = Symmetry(spec)
+    sym = spec.symmetry()
     out, s = set(), spec.initial()
     for text in actions:
         a = parse_action(text)
@@ -144,368 +50,73 @@ def transitions_of(spec: Any, actions: list[str]) -> set:
     return out
 
 
-class _Skip(Exception):
-    """A replayed rule whose drawn choice no longer applies (the program was shortened): skip it."""
+# --- the deterministic campaign ----------------------------------------------------------------------------
+def seeded_programs(seed: int, count: int, *, fixed: dict | None = None) -> Iterator[Program]:
+    """``count`` free programs drawn from ``seed`` (program k from ``seed`` and k, so a prefix is stable)."""
+    for k in range(count):
+        yield random_program(random.Random(f"{seed}:{k}"), fixed=fixed)
 
 
-class _Script:
-    """Stands in for Hypothesis's ``data`` when a recorded program is replayed: yields the logged values."""
-
-    def __init__(self, values: list[Any]) -> None:
-        self.values = list(values)
-
-    def draw(self, strategy: Any, label: str | None = None) -> Any:
-        if not self.values:
-            raise _Skip(label or "draw")
-        return self.values.pop(0)
-
-
-def _replay_program(opts: ConformOptions, setup: list[Any], program: list[tuple[str, list[Any]]]
-                    ) -> tuple[Diagnosis | None, list[str]]:
-    """Run a recorded program on a fresh engine with every check; returns (diagnosis or None, rule log)."""
-    scratch = ConformResult(ok=True)
-    machine = make_machine(opts, scratch)()
-    try:
-        try:
-            machine.setup(data=_Script(setup))
-            machine.conforms()
-            for name, values in program:
-                if name == "arrive" and len(machine.engine.scheduler.requests) >= MAX_ARRIVALS:
-                    continue
-                try:
-                    if name == "step":
-                        machine.step(num=values[0])
-                    else:
-                        getattr(machine, name)(data=_Script(values))
-                except _Skip:
-                    continue
-                machine.conforms()
-        finally:
-            machine.teardown()
-    except ConformanceError as error:
-        return error.diagnosis, list(machine.rules)
-    return None, list(machine.rules)
+def run_programs(programs: Iterable[Program], model: str = "tiny", *, seconds: float | None = None,
+                 save_dir: str | Path | None = None, seed: int | None = None,
+                 shrink_seconds: float = 60.0) -> ConformResult:
+    """Run programs in order until one fails (minimised, saved under ``save_dir``) or ``seconds`` pass."""
+    result = ConformResult(ok=True)
+    t0 = time.perf_counter()
+    for program in programs:
+        if seconds is not None and time.perf_counter() - t0 >= seconds:
+            break
+        out = run_program(program, model)
+        _tally(result, out)
+        if not out.ok:
+            result.ok = False
+            result.failure = _shrunk(out, model, shrink_seconds)
+            result.failure.seed = seed
+            if save_dir is not None:
+                result.failure.saved_to = str(save_failure(result.failure.program, save_dir))
+            break
+    result.seconds = time.perf_counter() - t0
+    return result
 
 
-def _same_failure(a: Diagnosis, b: Diagnosis | None) -> bool:
-    return b is not None and (a.properties[:1] == b.properties[:1] if a.properties else a.kind == b.kind)
+def _tally(result: ConformResult, out: RunOutcome) -> None:
+    result.runs += 1
+    result.steps += out.steps
+    result.events += out.events
+    result.rules += len(out.rules)
+    for k, v in out.features.items():
+        result.features[k] = result.features.get(k, 0) + v
+    if out.ok and out.spec is not None:
+        result.transitions |= transitions_of(out.spec, out.actions)
 
 
-def minimize(opts: ConformOptions, failure: ConformFailure, program: tuple) -> ConformFailure:
-    """Delete rules from a failing program while it fails the same way (after Hypothesis's shrinking).
-
-    Hypothesis shrinks the choice sequence; a state machine's run can still keep rules that do not
-    matter (it prefers the simplest rule at each step, which may add arrivals). This pass tries
-    removing each rule, and cutting multi-step rules to one step, keeping every change under which the
-    run still fails with the same property.
-    """
-    setup, prog = program
-    prog = list(prog)
-    changed = True
-    while changed:
-        changed = False
-        for k in reversed(range(len(prog))):
-            candidates = [prog[:k] + prog[k + 1:]]
-            if prog[k][0] == "step" and prog[k][1][0] > 1:
-                candidates.append(prog[:k] + [("step", [1])] + prog[k + 1:])
-            for cand in candidates:
-                diagnosis, _rules = _replay_program(opts, setup, cand)
-                if _same_failure(failure.diagnosis, diagnosis):
-                    prog, changed = cand, True
-                    break
-    diagnosis, rules = _replay_program(opts, setup, prog)
-    if not _same_failure(failure.diagnosis, diagnosis):
-        return failure
-    return ConformFailure(rules, diagnosis)
+def _shrunk(out: RunOutcome, model: str, seconds: float) -> ConformFailure:
+    """The failing run minimised to the operations its failure needs, rerun to report it."""
+    wanted = out.diagnosis
+    smallest = minimize(out.program, lambda p: same_failure(wanted, run_program(p, model).diagnosis), seconds=seconds)
+    final = run_program(smallest, model)
+    if not same_failure(wanted, final.diagnosis):  # cannot happen for a deterministic engine; keep the original
+        final = out
+    return ConformFailure(final.rules, final.diagnosis, final.program)
 
 
-# --- the state machine -------------------------------------------------------------------------------
-def make_machine(opts: ConformOptions, result: ConformResult) -> type:
-    """The ``RuleBasedStateMachine`` class for one campaign; results accumulate into ``result``."""
-    from hypothesis import strategies as st
-    from hypothesis import target
-    from hypothesis.control import currently_in_test_context
-    from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-
-    from flightcheck.impl.config import EngineConfig
-    from flightcheck.impl.errors import UnknownRequestError
-    from flightcheck.impl.sampling import SamplingParams
-
-    class EngineConformance(RuleBasedStateMachine):
-        """The real engine in lockstep with the spec."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.engine: Any = None
-            self.monitor: Monitor | None = None
-            self.rules: list[str] = []
-            self.enabled: frozenset[str] = frozenset()
-            self.features = {"followers_released": 0, "leader_aborted_in_prefill": 0, "capacity_full": 0,
-                             "evictions": 0, "aborts": 0}
-            self.steps = 0
-            # The run as a program (rule name, the values it drew), replayable without Hypothesis.
-            self.setup_draws: list[Any] = []
-            self.program: list[tuple[str, list[Any]]] = []
-
-        # --- plumbing -------------------------------------------------------------------------
-        def _failed(self, diagnosis: Diagnosis) -> None:
-            if result.failure is None:
-                result.features["runs_to_first_failure"] = result.runs
-            result.failure = ConformFailure(list(self.rules), diagnosis)
-            result.program = (list(self.setup_draws), [(n, list(v)) for n, v in self.program])
-            raise ConformanceError(diagnosis)
-
-        def _draw(self, data: Any, strategy: Any, label: str, log: list[Any], options: list | None = None) -> Any:
-            """Draw a value and log it; a scripted replay's value must still be one of ``options``."""
-            value = data.draw(strategy, label=label)
-            if options is not None and value not in options:
-                raise _Skip(label)
-            log.append(value)
-            return value
-
-        def _guarded(self, what: str, fn: Any) -> Any:
-            try:
-                return fn()
-            except ConformanceError as error:
-                self._failed(error.diagnosis)
-            except Exception as error:  # the engine itself broke: report it in the same form
-                if self.monitor is not None and self.monitor.failure is not None:
-                    self._failed(self.monitor.failure)
-                self._failed(Diagnosis("error", f"the engine raised {type(error).__name__} during {what}: {error}",
-                                       last_state=self._last_state()))
-
-        def _last_state(self) -> Any:
-            from flightcheck.spec.describe import describe
-            m = self.monitor
-            return describe(m.spec, m.state) if m is not None and m.spec is not None else None
-
-        def _live(self, kind: str) -> list[int]:
-            sched = self.engine.scheduler
-            out = []
-            for rid, req in sched.requests.items():
-                if not req.phase.is_live:
-                    continue
-                flight = sched.coordinator.flights.get(req.flight_id) if req.flight_id is not None else None
-                if kind == "leader" and req.role == "leader" and flight is not None and flight.is_leader_live \
-                        and flight.leader_request_id == rid:
-                    out.append(rid)
-                elif kind == "follower" and req.phase.value == "blocked":
-                    out.append(rid)
-                elif kind == "waiting" and req.phase.value == "waiting":
-                    out.append(rid)
-                elif kind == "running" and req.phase.value in ("prefill", "decode"):
-                    out.append(rid)
-                elif kind == "held" and req.is_held:
-                    out.append(rid)
-                elif kind == "holdable" and not req.is_held and req.phase.value in ("waiting", "prefill", "blocked"):
-                    out.append(rid)
-            return out
-
-        # --- set-up ---------------------------------------------------------------------------
-        @initialize(data=st.data())
-        def setup(self, data: Any) -> None:
-            """Draw the policy, capacities, templates and swarm; build the engine and its monitor."""
-            def d(strategy: Any, label: str) -> Any:
-                return self._draw(data, strategy, label, self.setup_draws)
-
-            release = opts.release or d(st.sampled_from(RELEASES), label="release")
-            publication = opts.publication or d(st.sampled_from(PUBLICATIONS), label="publication")
-            coordination = opts.coordination or d(st.sampled_from(("single-flight", "single-flight", "none")),
-                                                  label="coordination")
-            capacity = d(st.integers(1, 3), label="capacity")
-            chunk = d(st.sampled_from((1, 2, 64)), label="chunk")
-            num_classes = d(st.integers(1, 2), label="classes")
-            shapes = [(d(st.integers(1, 3), label=f"pages{c}"), d(st.sampled_from((0, 1, 9, 15)), label=f"tail{c}"))
-                      for c in range(num_classes)]
-            _model, _eos, vocab = load_model(opts.model)
-            self.templates = []
-            for t in range(d(st.integers(1, 3), label="templates")):
-                c = t % num_classes
-                pages, tail = shapes[c]
-                max_tokens = d(st.integers(1, 4), label=f"max_tokens{t}")
-                self.templates.append((c, class_tokens(c, 16 * pages + tail, vocab), max_tokens))
-            lifetime = max(-(-(len(tok) + mt - 1) // 16) for _c, tok, mt in self.templates)
-            num_pages = d(st.integers(lifetime, lifetime * capacity + 3), label="num_pages")
-            # Swarm testing: each run switches a random subset of the optional rule kinds off (shrinking
-            # switches them back on; Hypothesis also swarms over the rules themselves).
-            self.enabled = frozenset(k for k in OPTIONAL_RULES if not d(st.booleans(), label=f"swarm: {k} off"))
-            self.config = EngineConfig(coordination=coordination, release=release, publication=publication,
-                                       max_running=capacity, prefill_chunk_pages=chunk, num_pages=num_pages)
-            self.engine = build_engine(opts.model, self.config)
-            self.monitor = Monitor(self.engine)
-            shapes_text = ", ".join(f"{chr(65 + c)}: {p} pages + {t} tokens" for c, (p, t) in enumerate(shapes))
-            tpl_text = ", ".join(f"t{n}={chr(65 + c)}/max_tokens {mt}" for n, (c, _tok, mt) in enumerate(self.templates))
-            self.rules.append(f"engine({coordination}, release {release}, publication {publication}, capacity "
-                              f"{capacity}, chunk {chunk}, {num_pages} pages; classes {shapes_text}; templates "
-                              f"{tpl_text}; optional rules: {', '.join(sorted(self.enabled)) or 'none'})")
-            result.runs += 1
-
-        # --- rules ----------------------------------------------------------------------------
-        @precondition(lambda self: self.engine is not None and len(self.engine.scheduler.requests) < MAX_ARRIVALS)
-        @rule(data=st.data())
-        def arrive(self, data: Any) -> None:
-            """A request from the template pool arrives with drawn sampling settings."""
-            log: list[Any] = []
-            self.program.append(("arrive", log))
-            t = self._draw(data, st.integers(0, len(self.templates) - 1), "template", log)
-            temperature = self._draw(data, st.sampled_from((0.0, 0.8)), "temperature", log)
-            seed = self._draw(data, st.integers(0, 3), "seed", log)
-            _c, tokens, max_tokens = self.templates[t]
-            params = SamplingParams(temperature=temperature, seed=seed, max_tokens=max_tokens)
-            rid = self._guarded("arrive", lambda: self.engine.add_request(tokens, params))
-            self.rules.append(f"arrive(t{t}, temperature {temperature}, seed {seed}) -> r{rid}")
-
-        @precondition(lambda self: self.engine is not None)
-        @rule(num=st.integers(1, 3))
-        def step(self, num: int) -> None:
-            """The engine takes ``num`` steps; a step that does nothing while requests are live is a deadlock."""
-            self.program.append(("step", [num]))
-            for _ in range(num):
-                self.rules.append("step()")
-                self._step()
-
-        def _step(self) -> None:
-            sched = self.engine.scheduler
-            before = len(self.engine.events.events)
-            live = self.engine.has_unfinished()
-            if len(sched.running) >= self.config.max_running and sched.waiting:
-                self.features["capacity_full"] += 1
-            self._guarded("step", self.engine.step)
-            self.steps += 1
-            new = self.engine.events.events[before:]
-            for ev in new:
-                if ev["action"] == "release":
-                    self.features["followers_released"] += len(ev["followers"])
-            if live and not new and not self._live("held"):
-                spec = self.monitor.spec
-                pending = [str(a) for a in spec.enabled(self.monitor.state) if a.is_engine]
-                self._failed(Diagnosis(
-                    "stuck", "the engine took a step that did nothing while requests are live",
-                    last_state=self._last_state(),
-                    reasons=[f"live: {', '.join(f'r{self.monitor.tracker.index_of[r]}' for r in self._live_ids())}",
-                             "engine steps the spec still allows: " + (", ".join(pending) or "none")],
-                    properties=["no_deadlock"],
-                    notes=["no engine step happens although requests are live: they can never terminate"]))
-
-        def _live_ids(self) -> list[int]:
-            return [r for r, q in self.engine.scheduler.requests.items() if q.phase.is_live]
-
-        @precondition(lambda self: self.engine is not None and bool(self.enabled))
-        @rule(data=st.data())
-        def client(self, data: Any) -> None:
-            """One of the run's enabled client-side rules: abort, notify, or hold/resume."""
-            log: list[Any] = []
-            self.program.append(("client", log))
-            options = sorted(self.enabled)
-            kind = self._draw(data, st.sampled_from(options), "client rule", log, options)
-            {"abort": self.abort, "notify": self.notify, "hold": self.hold}[kind](data, log)
-
-        def abort(self, data: Any, log: list[Any]) -> None:
-            """Cancel a running, leading, following or waiting request."""
-            kinds = [k for k in ABORT_KINDS if self._live(k)]
-            if not kinds:
-                return
-            kind = self._draw(data, st.sampled_from(kinds), "abort kind", log, kinds)
-            ids = self._live(kind)
-            rid = self._draw(data, st.sampled_from(ids), "abort id", log, ids)
-            req = self.engine.scheduler.requests[rid]
-            if rid in self._live("leader") and req.phase.value == "prefill":
-                self.features["leader_aborted_in_prefill"] += 1
-            self.rules.append(f"abort(r{rid}, a {kind} in {req.phase.value})")
-            self.features["aborts"] += 1
-            self._guarded("abort", lambda: self.engine.abort(rid))
-
-        def notify(self, data: Any, log: list[Any]) -> None:
-            """A termination for an unknown or terminated ID: must raise and change nothing."""
-            sched = self.engine.scheduler
-            dead = [r for r, q in sched.requests.items() if not q.phase.is_live]
-            choices = ["unknown"] + (["terminated"] if dead else [])
-            kind = self._draw(data, st.sampled_from(choices), "notify kind", log, choices)
-            rid = (len(sched.requests) + self._draw(data, st.integers(0, 5), "offset", log)) if kind == "unknown" \
-                else self._draw(data, st.sampled_from(dead), "dead id", log, dead)
-            self.rules.append(f"notify(r{rid}, {kind})")
-            before = self.engine.snapshot()
-            try:
-                self.engine.notify_termination(rid)
-            except UnknownRequestError:
-                pass
-            except ConformanceError as error:
-                self._failed(error.diagnosis)
-            except Exception as error:
-                self._failed(Diagnosis("error", f"the engine raised {type(error).__name__} on a termination "
-                                       f"notice for {rid}: {error}", last_state=self._last_state()))
-            else:
-                self._failed(Diagnosis(
-                    "termination", f"a termination for {kind} ID {rid} was accepted",
-                    last_state=self._last_state(), reasons=["the engine raised nothing"],
-                    properties=["termination_validated"],
-                    notes=["the spec's coordinator rejects a termination of an ID it does not know "
-                           "(the design variant no-unknown-check accepts it)"]))
-            if self.engine.snapshot() != before:
-                self._failed(Diagnosis("error", f"the rejected termination of {rid} changed the engine's state",
-                                       last_state=self._last_state(), properties=["termination_validated"],
-                                       reasons=["engine.snapshot() differs before and after"]))
-
-        def hold(self, data: Any, log: list[Any]) -> None:
-            """Hold a request's prefill at the barrier, or resume a held one."""
-            held, holdable = self._live("held"), self._live("holdable")
-            if self._draw(data, st.booleans(), "resume", log) and held:
-                rid = self._draw(data, st.sampled_from(held), "resume id", log, held)
-                self.engine.resume(rid)
-                self.rules.append(f"resume(r{rid})")
-            elif holdable:
-                rid = self._draw(data, st.sampled_from(holdable), "hold id", log, holdable)
-                self.engine.hold(rid)
-                self.rules.append(f"hold(r{rid})")
-
-        # --- invariants and the end -----------------------------------------------------------
-        @invariant()
-        def conforms(self) -> None:
-            """After every rule: the abstract engine state equals the spec's and violates no property."""
-            if self.monitor is not None:
-                self._guarded("the state check", lambda: self.monitor.check())
-
-        def teardown(self) -> None:
-            """Drain the engine (every request must terminate), then record the run's figures."""
-            if self.engine is None:
-                return
-            try:
-                if result.failure is None or result.failure.rules != self.rules:
-                    for rid in self._live("held"):
-                        self.engine.resume(rid)
-                    for _ in range(200):
-                        if not self.engine.has_unfinished():
-                            break
-                        self.rules.append("step()  [drain]")
-                        self._step()
-                        self._guarded("the state check", lambda: self.monitor.check("after draining"))
-                    self._guarded("the engine's own invariants", self.engine.check_invariants)
-            finally:
-                self.features["evictions"] = self.engine.counters["pages_evicted"]
-                result.steps += self.steps
-                result.events += len(self.engine.events.events)
-                result.rules += len(self.rules)
-                for k, v in self.features.items():
-                    result.features[k] = result.features.get(k, 0) + v
-                if self.monitor.spec is not None and self.monitor.failure is None:
-                    result.transitions |= transitions_of(self.monitor.spec, self.monitor.validator.actions)
-                if currently_in_test_context():  # not in a scripted replay (minimize)
-                    for label, key in (("followers released", "followers_released"),
-                                       ("leader aborted in prefill", "leader_aborted_in_prefill"),
-                                       ("capacity full", "capacity_full"), ("evictions", "evictions")):
-                        target(float(self.features[key]), label=label)
-
-    return EngineConformance
+def save_failure(program: Program, directory: str | Path) -> Path:
+    """Write a failing program as ``failure-<hash>.json`` under ``directory``; returns its path."""
+    text = program.dumps()
+    path = Path(directory) / f"failure-{hashlib.sha256(text.encode()).hexdigest()[:10]}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+    return path
 
 
+# --- Hypothesis ------------------------------------------------------------------------------------------
 def run_conformance(opts: ConformOptions) -> ConformResult:
-    """Run a campaign; stops at the first failure (shrunk by Hypothesis) or when the budget is spent."""
+    """Run a Hypothesis campaign; stops at the first failure (shrunk) or when the budget is spent."""
     from hypothesis import Phase
 
     result = ConformResult(ok=True)
     t0 = time.perf_counter()
     batch = opts.examples if opts.seconds is None else max(5, min(opts.examples, 200))
-    seed = opts.seed
     # Targeting hill-climbs from the best run of each feature; on short campaigns it crowds out the
     # variety (measured: no aborts at all in 60 examples), so it joins only longer ones.
     phases = [Phase.generate, Phase.shrink] if batch < 100 else [Phase.generate, Phase.target, Phase.shrink]
@@ -520,12 +131,16 @@ def run_conformance(opts: ConformOptions) -> ConformResult:
         # Hypothesis's own report (its minimal program, its shrink-time warning) is replaced by the
         # run's rule list and the diagnosis, so it is silenced here.
         with with_reporter(lambda _message: None):
-            _campaign(opts, result, batch, seed, phases, t0)
+            _campaign(opts, result, batch, opts.seed, phases, t0)
     finally:
         if saved_cap is not None:
             conjecture_engine.MAX_SHRINKING_SECONDS = saved_cap
-    if result.failure is not None and result.program is not None:
-        result.failure = minimize(opts, result.failure, result.program)
+    if result.failure is not None and result.failure.program is not None:
+        wanted = result.failure.diagnosis
+        out = run_program(result.failure.program, opts.model)
+        if same_failure(wanted, out.diagnosis):
+            result.failure = _shrunk(out, opts.model, opts.shrink_seconds)
+    result.ok = result.failure is None and result.ok
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -536,7 +151,7 @@ def _campaign(opts: ConformOptions, result: ConformResult, batch: int, seed: int
     from hypothesis.stateful import run_state_machine_as_test
 
     while True:
-        machine = make_machine(opts, result)
+        machine = campaign_machine(opts, result)
         cfg = settings(max_examples=batch, stateful_step_count=opts.max_rules, deadline=None, database=None,
                        suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
                        phases=phases, print_blob=False)
@@ -550,6 +165,9 @@ def _campaign(opts: ConformOptions, result: ConformResult, batch: int, seed: int
             result.ok = False
             if result.failure is None:
                 result.failure = ConformFailure([], Diagnosis("error", f"{type(error).__name__}: {error}"))
+            break
+        if result.failure is not None:  # found while draining and discarded by Hypothesis: still a failure
+            result.ok = False
             break
         if opts.seconds is None or time.perf_counter() - t0 >= opts.seconds:
             break

@@ -9,9 +9,10 @@ against the spec; its spec actions are mapped onto the explored graph through th
 of :mod:`flightcheck.spec.symmetry`, so that each engine transition lands on an explorer edge.
 
 Some edges are out of the engine's reach by design, and the coverage figures say so rather than hide
-it: the engine finishes a request in the same step as its last token (the spec may delay ``finish``),
-admits from a FIFO queue, releases a flight in the same call as its leader's termination, and evicts
-only when an allocation needs memory.
+it (:mod:`flightcheck.checks.conform.reach` names the reason of each): the engine finishes a request in
+the same step as its last token (the spec may delay ``finish``), publishes and releases in the step that
+computed the pages, admits whatever fits at the start of a step, gives a step's prefill budget to the
+running requests in order, and evicts only when an allocation needs memory.
 
 For example::
 
@@ -29,12 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flightcheck.checks.conform.campaign import build_engine, class_tokens
-from flightcheck.spec.model import parse_action
-from flightcheck.checks.conform.validator import ConformanceError, Diagnosis, Monitor
-from flightcheck.spec.model import FlightSpec
+from flightcheck.checks.conform.diagnosis import Diagnosis
+from flightcheck.spec.model import FlightSpec, parse_action
 from flightcheck.spec.scenario import Policy, Scenario
-from flightcheck.spec.symmetry import Symmetry
 
 
 @dataclass
@@ -88,100 +86,38 @@ class CoverageResult:
                 "failure": self.failure.to_json() if self.failure else None}
 
 
-def _one_run(scenario: Scenario, policy: Policy, rng: random.Random, model: str) -> tuple[list[str], FlightSpec, Diagnosis | None]:
-    from flightcheck.impl.config import EngineConfig
-    from flightcheck.impl.errors import UnknownRequestError
-    from flightcheck.impl.sampling import SamplingParams
-
-    reqs = scenario.requests
-    tails = {c: (rng.choice((1, 5, 15)) if scenario.class_request(c).has_tail else 0) for c in scenario.classes}
-    tokens = {c: class_tokens(c, 16 * scenario.class_request(c).num_pages + tails[c], 256) for c in scenario.classes}
-    max_tokens = [rng.randint(1, r.num_decode + 1) for r in reqs]
-    lifetime = [-(-(len(tokens[r.cls]) + m - 1) // 16) for r, m in zip(reqs, max_tokens)]
-    num_pages = rng.randint(max(lifetime), sum(lifetime) + 2)
-    config = EngineConfig(coordination=policy.coordination, release=policy.release, publication=policy.publication,
-                          max_running=policy.capacity, prefill_chunk_pages=policy.chunk, num_pages=num_pages)
-    engine = build_engine(model, config)
-    mon = Monitor(engine, policy, scenario=scenario)
-    ids: dict[int, int] = {}
-    pending = list(range(len(reqs)))
-    try:
-        for _ in range(80):
-            live = [rid for rid, q in engine.scheduler.requests.items() if q.phase.is_live]
-            if not pending and not live:
-                break
-            moves = ["step"] * 3 + (["arrive"] * 2 if pending else []) + ["hold"]
-            if scenario.aborts and live:
-                moves.append("abort")
-            if scenario.notifications:
-                moves.append("notify")
-            move = rng.choice(moves)
-            if move == "arrive":
-                i = pending.pop(rng.randrange(len(pending)))
-                mon.tracker.next_index = i
-                ids[i] = engine.add_request(tokens[reqs[i].cls], SamplingParams(max_tokens=max_tokens[i]))
-            elif move == "step":
-                engine.step()
-            elif move == "hold":
-                held = [rid for rid in live if engine.scheduler.requests[rid].is_held]
-                if held and rng.random() < 0.6:
-                    engine.resume(rng.choice(held))
-                elif live:
-                    engine.hold(rng.choice(live))
-            elif move == "abort":
-                engine.abort(rng.choice(live))
-            else:
-                dead = [rid for rid, q in engine.scheduler.requests.items() if not q.phase.is_live]
-                rid = rng.choice(dead) if dead and rng.random() < 0.5 else 10_000
-                try:
-                    engine.notify_termination(rid)
-                except UnknownRequestError:
-                    pass
-            mon.check()
-        for rid in list(engine.scheduler.requests):
-            q = engine.scheduler.requests[rid]
-            if q.is_held and q.phase.is_live:
-                engine.resume(rid)
-        while engine.has_unfinished():
-            before = len(engine.events.events)
-            engine.step()
-            mon.check()
-            if len(engine.events.events) == before:
-                return mon.validator.actions, mon.spec, Diagnosis("stuck", "the engine stopped with live requests",
-                                                                   properties=["no_deadlock"])
-    except ConformanceError as error:
-        return mon.validator.actions, mon.spec, error.diagnosis
-    return mon.validator.actions, mon.spec, None
-
-
 def cover(scenario: Scenario, policy: Policy | None = None, *, runs: int = 50, seconds: float | None = None,
           seed: int = 0, model: str = "tiny") -> CoverageResult:
-    """Explore ``scenario`` and measure how much of its graph ``runs`` engine runs visit (or ``seconds``)."""
+    """Explore ``scenario`` and measure how much of its graph ``runs`` random engine runs bound to it
+    visit (or as many as fit in ``seconds``); the programs come from
+    :func:`~flightcheck.checks.conform.generate.scenario_program`."""
+    from flightcheck.checks.conform.corpus import edges_of
+    from flightcheck.checks.conform.generate import scenario_program
+    from flightcheck.checks.conform.runner import run_program
     from flightcheck.checks.explore.explorer import explore
 
     policy = policy or scenario.policy
+    changes = _changes(scenario, policy)
     explored = explore(FlightSpec(scenario, policy))
     result = CoverageResult(scenario, policy, explored)
     rng = random.Random(seed)
     t0 = time.perf_counter()
     while (seconds is None and result.runs < runs) or (seconds is not None and time.perf_counter() - t0 < seconds):
-        actions, spec, failure = _one_run(scenario, policy, rng, model)
+        out = run_program(scenario_program(rng, scenario.name, changes), model)
         result.runs += 1
-        sym = Symmetry(spec)
-        s = spec.initial()
-        cs = sym.canonical(s)[0]
-        result.states.add(cs)
-        for text in actions:
-            t = spec.apply(s, parse_action(text))
-            ct = sym.canonical(t)[0]
-            result.edges.add((cs, ct))
-            result.states.add(ct)
-            s, cs = t, ct
+        for u, v in edges_of(out):
+            result.edges.add((u, v))
+            result.states.update((u, v))
         result.history.append((result.runs, time.perf_counter() - t0, result.edge_fraction))
-        if failure is not None:
-            result.failure = failure
+        if out.diagnosis is not None:
+            result.failure = out.diagnosis
             break
     return result
+
+
+def _changes(scenario: Scenario, policy: Policy) -> dict:
+    """The policy fields that differ from the scenario's own (what a bound program records)."""
+    return {k: getattr(policy, k) for k in policy.__dataclass_fields__ if getattr(policy, k) != getattr(scenario.policy, k)}
 
 
 def plot_coverage(results: list[CoverageResult], path: str | Path) -> Path:
@@ -238,7 +174,7 @@ def cover_directed(scenario: Scenario, policy: Policy | None = None, *, seconds:
     spec = FlightSpec(scenario, policy)
     explored = explored or explore(spec)
     graph, init = explored.graph, explored.initial
-    sym = Symmetry(spec)
+    sym = spec.symmetry()
     result = CoverageResult(scenario, policy, explored)
     paths = nx.single_source_shortest_path(graph, init)
     t0 = time.perf_counter()
@@ -254,7 +190,7 @@ def cover_directed(scenario: Scenario, policy: Policy | None = None, *, seconds:
         for a_node, b_node in zip(nodes, nodes[1:]):
             # Any action on the canonical edge, renamed back into the concrete request names.
             for text in graph[a_node][b_node]["actions"]:
-                act = sym.rename_action(parse_action(text), Symmetry.inverse(perm))
+                act = sym.rename_action(parse_action(text), sym.inverse(perm))
                 if spec.guard(s, act) and sym.canonical(spec.apply(s, act))[0] == b_node:
                     break
             else:

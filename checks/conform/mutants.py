@@ -23,9 +23,10 @@ from typing import Any, Callable, Iterator
 
 from flightcheck.impl.coordinator import Coordinator
 from flightcheck.impl.engine import Engine
+from flightcheck.impl.flights import FlightLifecycle
 from flightcheck.impl.pages import PagePool
 from flightcheck.impl.request import Phase
-from flightcheck.impl.scheduler import Scheduler
+from flightcheck.impl.scheduler import Admission, Scheduler
 
 Setattr = Callable[[Any, str, Any], None]
 
@@ -43,7 +44,7 @@ def _follower_admitted_early(setattr_fn: Setattr) -> None:
 
 
 def _publish_before_compute(setattr_fn: Setattr) -> None:
-    original = Scheduler._plan_prefill
+    original = Scheduler.plan_prefill
 
     def plan(self: Scheduler, request: Any, budget_units: int) -> Any:
         work = original(self, request, budget_units)
@@ -56,7 +57,7 @@ def _publish_before_compute(setattr_fn: Setattr) -> None:
             request.num_computed = saved
         return work
 
-    setattr_fn(Scheduler, "_plan_prefill", plan)
+    setattr_fn(Scheduler, "plan_prefill", plan)
 
 
 def _forget_released(setattr_fn: Setattr) -> None:
@@ -69,34 +70,73 @@ def _forget_released(setattr_fn: Setattr) -> None:
 
 
 def _leak_ref_on_abort(setattr_fn: Setattr) -> None:
-    original = Scheduler.abort
+    original = FlightLifecycle.abort
 
     def abort(self: Scheduler, request_id: int) -> None:
-        real_drop = PagePool.drop
-
-        def drop(pool: PagePool, page_ids: Any) -> None:  # the mistake: shared pages keep the reference
-            real_drop(pool, [p for p in page_ids if not pool.pages[p].is_cached])
-
-        PagePool.drop = drop
-        try:
-            original(self, request_id)
-        finally:
-            PagePool.drop = real_drop
+        request = self.requests.get(request_id)
+        if request is not None and request.phase.is_live and not self.leads_open_flight(request):
+            # the mistake: the cached pages keep the aborted request's references
+            request.block_table = [p for p in request.block_table if not self.pool.pages[p].is_cached]
+        original(self, request_id)
 
     setattr_fn(Scheduler, "abort", abort)
 
 
 def _strand_followers(setattr_fn: Setattr) -> None:
-    original = Scheduler.abort
+    def settle(self: Scheduler, termination: Any, reason: str) -> None:
+        if termination.kind == "leader" and reason == "on-completion":  # the mistake: a lost leader releases nobody
+            FlightLifecycle._settle(self, termination, reason)
 
-    def abort(self: Scheduler, request_id: int) -> None:
-        self.release = lambda flight_id, reason: None  # the mistake: an aborted leader releases nobody
-        try:
-            original(self, request_id)
-        finally:
-            del self.release
+    setattr_fn(Scheduler, "_settle", settle)
 
-    setattr_fn(Scheduler, "abort", abort)
+
+def _unpinned_release(setattr_fn: Setattr) -> None:
+    def held_pages(request: Any) -> list[int]:  # the mistake: followers are released holding nothing
+        return []
+
+    setattr_fn(Scheduler, "held_pages", staticmethod(held_pages))
+
+
+def _promote_loses_followers(setattr_fn: Setattr) -> None:
+    original = Coordinator.promote
+
+    def promote(self: Coordinator, flight_id: int) -> int:
+        request_id = original(self, flight_id)
+        self.flights[flight_id].follower_request_ids.clear()  # the mistake: the other followers are dropped
+        return request_id
+
+    setattr_fn(Coordinator, "promote", promote)
+
+
+def _expire_forgets(setattr_fn: Setattr) -> None:
+    def expire(self: Coordinator, flight_id: int, request_id: int) -> None:
+        self.flights[flight_id].follower_request_ids.remove(request_id)  # the mistake: not in the released set
+
+    setattr_fn(Coordinator, "expire", expire)
+
+
+def _admit_ignores_reservations(setattr_fn: Setattr) -> None:
+    def fit(self: Scheduler, request: Any) -> Any:
+        hit_ids = self._lookup(request)
+        num_unreferenced_hits = sum(1 for p in hit_ids if self.pool.pages[p].ref_count == 0)
+        # the mistake: what running requests reserved is not subtracted
+        if self.pool.num_available - num_unreferenced_hits < request.num_lifetime_pages - len(hit_ids):
+            return None
+        return Admission(request, hit_ids)
+
+    setattr_fn(Scheduler, "_fit", fit)
+
+
+def _evict_referenced(setattr_fn: Setattr) -> None:
+    def victim(self: PagePool) -> int | None:
+        best = None
+        for page_id in self.cached.values():  # the mistake: referenced pages are candidates too
+            page = self.pages[page_id]
+            if page.key not in self.num_cached_children and (best is None or page.last_used < best.last_used):
+                best = page
+        return None if best is None else best.page_id
+
+    setattr_fn(PagePool, "victim", victim)
 
 
 def _accept_unknown_termination(setattr_fn: Setattr) -> None:
@@ -129,10 +169,11 @@ class Mutant:
     @contextmanager
     def patched(self) -> Iterator["Mutant"]:
         """Install the patch for the duration of a ``with`` block."""
+        missing = object()
         saved: list[tuple[Any, str, Any]] = []
 
         def setattr_fn(obj: Any, name: str, value: Any) -> None:
-            saved.append((obj, name, obj.__dict__[name]))
+            saved.append((obj, name, obj.__dict__.get(name, missing)))  # an inherited one is not in __dict__
             setattr(obj, name, value)
 
         self.patch(setattr_fn)
@@ -140,7 +181,10 @@ class Mutant:
             yield self
         finally:
             for obj, name, value in reversed(saved):
-                setattr(obj, name, value)
+                if value is missing:
+                    delattr(obj, name)
+                else:
+                    setattr(obj, name, value)
 
 
 MUTANTS: dict[str, Mutant] = {m.name: m for m in (
@@ -161,6 +205,22 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     Mutant("accept-unknown-termination", "termination_validated",
            "A termination for an unknown or already-terminated ID is silently accepted.",
            _accept_unknown_termination, "no-unknown-check"),
+    Mutant("unpinned-release", "refcounts_exact",
+           "Released followers take no references on their leader's pages (the design before pinned release).",
+           _unpinned_release, "unpinned-release", (("coordination", "single-flight"),)),
+    Mutant("promote-loses-followers", "blocked_in_open_flight",
+           "Promotion keeps the promoted follower and drops the others from the flight.",
+           _promote_loses_followers, "promote-loses-followers",
+           (("coordination", "single-flight"), ("leader_loss", "promote"))),
+    Mutant("expire-forgets", "termination_validated",
+           "An expired follower leaves its flight but never enters the released set.",
+           _expire_forgets, "expire-forgets", (("coordination", "single-flight"),)),
+    Mutant("admit-ignores-reservations", "admission_has_room",
+           "Admission does not subtract what running requests reserved.",
+           _admit_ignores_reservations, "admit-ignores-reservations"),
+    Mutant("evict-referenced", "in_use_never_evicted",
+           "Eviction takes the least recently used leaf even when a request still references it.",
+           _evict_referenced, "evict-referenced"),
 )}
 
 

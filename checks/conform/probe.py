@@ -26,8 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from flightcheck.checks.conform.campaign import build_engine, class_tokens
-from flightcheck.checks.conform.validator import Monitor
+from flightcheck.checks.conform.engines import build_engine
+from flightcheck.checks.conform.prompts import class_tokens
+from flightcheck.impl.pages import PAGE_SIZE
+from flightcheck.checks.conform.monitor import Monitor
 
 NUM_REQUESTS = 8
 PROMPT_PAGES = 4
@@ -80,6 +82,22 @@ class _Counter:
         return self._runner.forward(chunks)
 
 
+class _CountingPool:
+    """Page-pool proxy counting the pages handed out (observed at the pool, not read from the engine's counters)."""
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+        self.num_allocated = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pool, name)
+
+    def allocate(self, num: int) -> list[int]:
+        """Count, then allocate from the real pool."""
+        self.num_allocated += num
+        return self._pool.allocate(num)
+
+
 def probe(coordination: str, *, model: str = "tiny", release: str = "after-prefill",
           publication: str = "incremental", num_requests: int = NUM_REQUESTS) -> ProbeResult:
     """Run the probe once under ``coordination`` ("none" or "single-flight")."""
@@ -92,17 +110,10 @@ def probe(coordination: str, *, model: str = "tiny", release: str = "after-prefi
                           max_running=num_requests, prefill_chunk_pages=64, num_pages=16 * num_requests)
     engine = build_engine(model, config)
     monitor = Monitor(engine)  # the witness goes in first, the counter wraps it
-    prompt = class_tokens(0, 16 * PROMPT_PAGES + TAIL_TOKENS, 256)
+    prompt = class_tokens(0, PAGE_SIZE * PROMPT_PAGES + TAIL_TOKENS, 256)
     counter = _Counter(engine.scheduler.runner, prompt, PROMPT_PAGES)
     engine.runner = engine.scheduler.runner = counter
-    allocations = [0]
-    real_allocate = engine.scheduler._allocate
-
-    def allocate(request: Any, num: int) -> None:
-        allocations[0] += num
-        real_allocate(request, num)
-
-    engine.scheduler._allocate = allocate  # an instance attribute: this engine only
+    pool = engine.scheduler.pool = _CountingPool(engine.scheduler.pool)
     params = SamplingParams(max_tokens=4)
     leader = engine.add_request(prompt, params)
     engine.hold(leader)
@@ -113,6 +124,6 @@ def probe(coordination: str, *, model: str = "tiny", release: str = "after-prefi
     engine.run(max_steps=200)
     monitor.check("at the end of the probe")
     c = engine.counters
-    return ProbeResult(coordination, num_requests, c["prefix_lookups"], allocations[0], counter.computations,
-                       [len(d) for d in counter.destinations], c["recovered_tokens"], c["num_prefill_tokens"],
+    return ProbeResult(coordination, num_requests, c["num_prefix_lookups"], pool.num_allocated, counter.computations,
+                       [len(d) for d in counter.destinations], c["num_recovered_tokens"], c["num_prefill_tokens"],
                        monitor.failure is None, len(engine.events.events))

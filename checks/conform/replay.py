@@ -25,15 +25,18 @@ For example::
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
+from flightcheck.checks.conform.schema import POLICY
+from flightcheck.checks.inputs import (STR, InputError, check_fields, list_of, nullable, optional, parse_json,
+                                       read_lines, record_lines)
 from flightcheck.spec.model import parse_action
-from flightcheck.checks.conform.validator import ConformanceError, Monitor, violated
-from flightcheck.spec.model import PROGRESS_ACTIONS, Action, FlightSpec
+from flightcheck.checks.conform.diagnosis import ConformanceError
+from flightcheck.checks.conform.explain import violated
+from flightcheck.checks.conform.monitor import Monitor
+from flightcheck.spec.model import Action, FlightSpec
 from flightcheck.spec.scenario import Policy, Scenario
 from flightcheck.spec.state import TERM_BOGUS_ACCEPTED, TERM_LEGIT_REJECTED
 
@@ -78,50 +81,129 @@ class ReplayResult:
                 "summary": self.summary, "steps": [s.to_json() for s in self.steps]}
 
 
-def load_path(text: str) -> tuple[list[str], dict[str, Any]]:
-    """Actions from ``explore --json`` output (its "counterexample") or from lines / a JSON list of actions.
+@dataclass
+class PathFile:
+    """A path read from a file: its actions, where each stands (line, field) and the metadata found.
 
-    Returns the actions and any metadata found (scenario, policy, variant). Raises ValueError naming
-    what is wrong.
+    ``places[n]`` is ``(line, None)`` for a list of lines, ``(line or None, "counterexample[n]")`` inside a
+    JSON document (the line is known when the document is one line, as ``explore --json`` writes it).
     """
-    text = text.strip()
-    meta: dict[str, Any] = {}
-    if text.startswith("{"):
-        obj = json.loads(text)
-        actions = obj.get("counterexample")
-        if not actions:
-            raise ValueError("the JSON has no \"counterexample\" list (did the exploration find a violation?)")
-        meta = {k: obj[k] for k in ("scenario", "policy", "variant") if k in obj}
-    elif text.startswith("["):
-        actions = json.loads(text)
+
+    actions: list[str]
+    places: list[tuple[int | None, str | None]]
+    meta: dict[str, Any]
+
+    def error(self, source: str, n: int, message: str) -> InputError:
+        """An :class:`~flightcheck.checks.inputs.InputError` about action ``n`` (0-based), at its place."""
+        line, field = self.places[n]
+        return InputError(source, line, field, message)
+
+
+_PATH_FIELDS = {"counterexample": optional(nullable(list_of(STR))), "scenario": optional(nullable(STR)),
+                "variant": optional(nullable(STR)), "policy": optional(nullable(POLICY))}
+
+
+def parse_path(text: str, source: str = "<path>") -> PathFile:
+    """Actions from ``explore --json``/``prove --path-out`` output, a JSON list, or one action per line.
+
+    Lines (``explore``'s numbered list pastes as it is: ``  2. admit(0)   r0: prefill``) follow the
+    readers' rules (:mod:`flightcheck.checks.inputs`); ``#`` starts a comment and a line holding only a
+    comment is skipped. Raises :class:`~flightcheck.checks.inputs.InputError` naming the source, the
+    line and the field of anything that is not a path.
+    """
+    stripped = text.strip()
+    one_line = 1 if "\n" not in stripped else None
+    if stripped.startswith("{"):
+        obj = parse_json(stripped, source, one_line)
+        found = check_fields(obj, _PATH_FIELDS)
+        if found is not None:
+            raise InputError(source, one_line, found[0], found[1])
+        if not obj.get("counterexample"):
+            raise InputError(source, one_line, "counterexample", "no actions (did the exploration find a "
+                             "violation? only a violated property's output has a counterexample)")
+        meta = {k: obj[k] for k in ("scenario", "policy", "variant") if obj.get(k) is not None}
+        actions, field = list(obj["counterexample"]), "counterexample"
+        places = [(one_line, f"{field}[{n}]") for n in range(len(actions))]
+    elif stripped.startswith("["):
+        found = list_of(STR).problem(obj := parse_json(stripped, source, one_line))
+        if found is not None:
+            raise InputError(source, one_line, f"item {found[0][1:-1]}" if found[0] else None, found[1])
+        if not obj:
+            raise InputError(source, one_line, None, "the list holds no actions")
+        meta, actions = {}, obj
+        places = [(one_line, f"item {n}") for n in range(len(actions))]
     else:
-        actions = [line.split("#")[0].strip() for line in text.splitlines()]
-        actions = [a.split(". ", 1)[-1].split()[0] for a in actions if a]
-    for n, a in enumerate(actions, 1):
+        meta, actions, places = {}, [], []
+        for number, line in record_lines(text.split("\n"), source, "actions, one per line"):
+            words = line.split("#")[0].split()
+            if not words:
+                continue  # a comment line
+            actions.append(words[1] if len(words) > 1 and words[0].rstrip(".").isdecimal() else words[0])
+            places.append((number, None))
+        if not actions:
+            raise InputError(source, None, None, "holds only comments, no actions")
+    path = PathFile(actions, places, meta)
+    for n, a in enumerate(actions):
         try:
             parse_action(a)
         except ValueError as error:
-            raise ValueError(f"action {n}: {error}") from None
-    return list(actions), meta
+            raise path.error(source, n, str(error)) from None
+    return path
+
+
+def load_path(text: str) -> tuple[list[str], dict[str, Any]]:
+    """The actions and metadata (scenario, policy, variant) of :func:`parse_path`.
+
+    Raises :class:`~flightcheck.checks.inputs.InputError` (a ValueError) naming what is wrong.
+    """
+    path = parse_path(text)
+    return path.actions, path.meta
+
+
+def read_path(file: str | os.PathLike[str]) -> PathFile:
+    """:func:`parse_path` of a file, read as UTF-8 (a bad byte names its line)."""
+    return parse_path("\n".join(read_lines(file, "actions")), str(file))
+
+
+def path_problem(actions: list[str], scenario: Scenario, policy: Policy | None = None, *,
+                 spec_class: type = FlightSpec) -> tuple[int, str] | None:
+    """``(index, why)`` of the first action that is not a step of the spec from the path's start, or None.
+
+    What :func:`replay` would report as "the path is not a run of it", found before any engine runs, so
+    that a path of the wrong scenario, policy or variant is bad input rather than an engine's departure.
+    """
+    policy = policy or scenario.policy
+    spec = spec_class(scenario.with_options(aborts=True, notifications=True, eviction=True), policy)
+    instances = set(spec.actions)
+    state = spec.initial()
+    for n, text in enumerate(actions):
+        action = parse_action(text)
+        if action not in instances:
+            top = max((a.arg for a in spec.actions if a.name == action.name), default=None)
+            return n, f"{action} is not an action of this scenario" + \
+                ("" if top is None else f" ({action.name} takes 0 to {top} here)")
+        if not spec.guard(state, action):
+            return n, f"{action} is not enabled in the spec after the path's first {n} action(s): the path " \
+                      "is not a run of the spec"
+        state = spec.apply(state, action)
+    return None
 
 
 class _Driver:
     """Runs spec actions through the engine's guard/command pairs."""
 
     def __init__(self, scenario: Scenario, policy: Policy, spec_class: type, model: str) -> None:
-        from flightcheck.checks.conform.campaign import build_engine, class_tokens
-        from flightcheck.impl.config import EngineConfig
+        from flightcheck.checks.conform.engines import build_engine
+        from flightcheck.checks.conform.policy_map import config_of
+        from flightcheck.checks.conform.prompts import lifetime_pages, request_tokens
 
         self.scenario, self.policy = scenario, policy
-        lifetimes = [-(-(16 * r.num_pages + (5 if r.has_tail else 0) + r.num_decode) // 16) for r in scenario.requests]
-        config = EngineConfig(coordination=policy.coordination, release=policy.release,
-                              publication=policy.publication, max_running=policy.capacity,
-                              prefill_chunk_pages=policy.chunk, num_pages=sum(lifetimes) + 2)
-        self.engine = build_engine(model, config)
-        self.monitor = Monitor(self.engine, policy, scenario=scenario, spec_class=spec_class)
-        self.tokens = {c: class_tokens(c, 16 * scenario.class_request(c).num_pages +
-                                       (5 if scenario.class_request(c).has_tail else 0), 256)
+        self.tokens = {c: request_tokens(scenario.class_request(c), scenario.class_request(c).tail_tokens)
                        for c in scenario.classes}
+        lifetimes = [lifetime_pages(len(self.tokens[r.cls]), r.num_decode + 1) for r in scenario.requests]
+        num_pages = scenario.num_pages if scenario.has_pool else sum(lifetimes) + sum(r.num_shareable for r in scenario.requests) + 2
+        self.engine = build_engine(model, config_of(policy, num_pages))
+        self.monitor = Monitor(self.engine, policy, scenario=scenario, spec_class=spec_class)
         self.engine_id: dict[int, int] = {}
 
     @property
@@ -156,42 +238,54 @@ class _Driver:
         if name == "evict":
             c, p = self.monitor.spec.layout.page_slots[action.arg]
             key = self.monitor.tracker.page_key(c, p)
-            victim = sched.pool._victim() if sched.can_evict() else None
+            victim = sched.can_evict()
             if victim is None or sched.pool.pages[victim].key != key:
                 return "the engine's LRU victim is another page" if victim is not None else "nothing evictable"
-            sched.evict()
+            sched.evict(victim)
             return None
         if i not in self.engine_id:
             return f"r{i} never arrived in the engine"
         req = self.request(i)
         if name == "admit":
-            if not sched.waiting or sched.waiting[0] is not req:
-                return "the engine admits the head of its FIFO queue, which is another request"
-            if not sched.can_admit():
+            admission = sched.can_admit()
+            if admission is None:
                 return "can_admit() is false"
-            sched.admit()
+            if admission.request is not req:
+                return "the engine admits the first waiting request that fits, which is another request"
+            sched.admit(admission)
         elif name == "prefill":
             if not sched.can_prefill(req):
                 return "can_prefill() is false"
-            work = sched._plan_prefill(req, self.policy.chunk)
-            sched.prefill(work, np.array(sched.runner.forward([work.chunk]))[0])
+            work = sched.plan_prefill(req, self.policy.chunk)
+            sched.prefill(work, sched.forward([work])[0])
         elif name == "decode":
-            if req.phase.value != "decode" or len(req.output_token_ids) >= req.sampling.max_tokens:
+            if not sched.can_decode(req) or len(req.output_token_ids) >= req.sampling.max_tokens:
                 return "the request has no decode step left"
-            work = sched._plan_decode(req)
-            sched.decode(work, np.array(sched.runner.forward([work.chunk]))[0])
+            work = sched.plan_decode(req)
+            sched.decode(work, sched.forward([work])[0])
         elif name == "publish":
             if not sched.can_publish(req):
                 return "can_publish() is false"
             sched.publish(req)
         elif name == "release":
-            if not sched.can_release(self.engine_id[i]):
+            flight_id = self.monitor.tracker.flight_id(i)
+            if flight_id is None or not sched.can_release(flight_id):
                 return "can_release() is false"
-            sched.release(self.engine_id[i], "after-prefill")
+            sched.release(flight_id, "after-prefill")
+        elif name == "promote":
+            return "the engine promotes only in the call that loses the leader"
+        elif name == "expire":
+            if not sched.can_expire(self.engine_id[i]):
+                return "can_expire() is false"
+            sched.expire(self.engine_id[i])
+        elif name == "fail":
+            if not sched.can_fail(req):
+                return "can_fail() is false"
+            sched.fail(req, "failed by replay")
         elif name == "finish":
-            if req.phase.value != "decode":
+            if not sched.can_decode(req):
                 return f"the request is {req.phase.value}, not decode"
-            sched.finish(req, sched.finish_reason(req) or "stop")
+            sched.finish(req, sched.can_finish(req) or "stop")
         elif name == "abort":
             eng.abort(self.engine_id[i])
         return None
@@ -201,7 +295,7 @@ def replay(actions: list[str], scenario: Scenario, policy: Policy | None = None,
            spec_class: type = FlightSpec, model: str = "tiny") -> ReplayResult:
     """Replay ``actions`` (spec action strings) against a fresh engine; see the module docstring."""
     policy = policy or scenario.policy
-    spec = spec_class(scenario.with_options(aborts=True, notifications=True, eviction=True), policy)
+    spec = spec_class(scenario.with_options(aborts=True, notifications=True, expiry=True, failures=True), policy)
     driver = _Driver(scenario, policy, spec_class, model)
     mon = driver.monitor
     path = [parse_action(a) for a in actions]
@@ -255,7 +349,7 @@ def replay(actions: list[str], scenario: Scenario, policy: Policy | None = None,
     if followed:
         view = spec.view(state)
         live = any(spec.is_live(view, i) for i in range(spec.num_requests))
-        pending = [a for a in spec.enabled(state) if a.name in PROGRESS_ACTIONS]
+        pending = [a for a in spec.enabled(state) if spec.is_progress(a)]
         if live and not pending and mon.failure is None:
             before = len(driver.engine.events.events)
             for _ in range(3):

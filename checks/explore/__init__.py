@@ -1,1 +1,1 @@
-"""placeholder"""
+"""The explicit-state explorer: every reachable state of a scenario, every property, shortest paths, pictures."""

@@ -40,7 +40,7 @@ import networkx as nx
 from flightcheck.checks.explore.counterexample import Counterexample, Step
 from flightcheck.checks.explore.model import CheckableModel
 from flightcheck.checks.explore.result import ExploreResult, PropertyResult, Stats
-from flightcheck.spec.model import PROGRESS_ACTIONS, Action
+from flightcheck.spec.model import Action
 from flightcheck.spec.properties import Property, properties_for
 
 
@@ -79,9 +79,9 @@ def explore(spec: CheckableModel, *, symmetry: bool = True, max_states: int = 2_
         succ = spec.successors(s)
         view = spec.view(s)
         live = any(spec.is_live(view, i) for i in range(spec.num_requests))
-        if deadlock is None and live and not any(a.name in PROGRESS_ACTIONS for a, _ in succ):
+        if deadlock is None and live and not any(spec.is_progress(a) for a, _ in succ):
             deadlock = s
-        engine_enabled[s] = frozenset(str(a) for a, _ in succ if a.is_engine)
+        engine_enabled[s] = frozenset(str(a) for a, _ in succ if spec.is_engine(a))
         for a, t in succ:
             c = canon(t)
             num_edges += 1

@@ -10,7 +10,7 @@ satisfy it; so do the toy models the tests check the checker with, usually by su
 
 For example::
 
-    >>> from flightcheck.spec.model import Action
+    >>> from flightcheck.spec.actions import ENGINE_ACTIONS, Action
     >>> class Counter(GenericModel):
     ...     num_requests = 1
     ...     def initial(self):
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from flightcheck.spec.model import Action
+from flightcheck.spec.actions import ENGINE_ACTIONS, Action
 
 
 @runtime_checkable
@@ -55,6 +55,12 @@ class CheckableModel(Protocol):
 
     def is_quiescent(self, view: Any) -> Any:
         """Nothing in flight: drawn with a double border."""
+
+    def is_engine(self, action: Action) -> bool:
+        """The model's own steps, to which weak fairness applies (the rest is its environment)."""
+
+    def is_progress(self, action: Action) -> bool:
+        """Steps that move a live request on: a live state with none enabled is a deadlock."""
 
     def symmetry(self) -> Any:
         """A symmetry reduction (``canonical(state) -> (representative, perm)``, ``rename_action``,
@@ -99,6 +105,14 @@ class GenericModel:
     def is_quiescent(self, view: Any) -> bool:
         """No request is live."""
         return not any(self.is_live(view, i) for i in range(self.num_requests))
+
+    def is_engine(self, action: Action) -> bool:
+        """By name: the spec's engine actions (:data:`flightcheck.spec.actions.ENGINE_ACTIONS`)."""
+        return action.name in ENGINE_ACTIONS
+
+    def is_progress(self, action: Action) -> bool:
+        """By name, as :meth:`is_engine`."""
+        return self.is_engine(action)
 
     def symmetry(self) -> None:
         """No symmetry reduction."""

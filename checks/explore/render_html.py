@@ -10,7 +10,7 @@ wired every state it sets ``data-ready`` on ``<body>`` to the number of states, 
 
 For example::
 
-    >>> from flightcheck.checks.explore.render import Picture, PNode
+    >>> from flightcheck.checks.explore.picture import Picture, PNode
     >>> page = html_page(Picture("t", [PNode("s0", (0,), "x")], [], []), "<svg></svg>")
     >>> page.startswith("<!DOCTYPE html>") and '"s0"' in page
     True
@@ -24,7 +24,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from flightcheck.checks.explore.render import Picture
+    from flightcheck.checks.explore.picture import Picture
 
 _CSS = """
 body{margin:0;font:13px/1.35 'DejaVu Sans',Arial,sans-serif;display:flex;height:100vh;color:#222}

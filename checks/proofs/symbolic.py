@@ -174,9 +174,7 @@ def deadlock_invariant(spec: FlightSpec) -> Invariant:
     """``no_deadlock`` as a state invariant: a live request implies some engine step (eviction aside)
     is enabled. Built from the spec's own guards, so BMC and induction check the explorer's property."""
     from flightcheck.spec.expr import Implies, Or
-    from flightcheck.spec.model import PROGRESS_ACTIONS
-
-    progress = [a for a in spec.actions if a.name in PROGRESS_ACTIONS]
+    progress = [a for a in spec.actions if spec.is_progress(a)]
 
     def check(spec: FlightSpec, state: Sequence[Any]) -> Any:
         s = spec.view(state)

@@ -7,8 +7,9 @@ A trace is a JSON-lines file with one request per line and four fields (the Moon
 - ``hash_ids``: one integer per prefix block (512 tokens in the Mooncake traces). Equal ids at equal
   positions are the same reusable block.
 
-Every line must be a JSON object with all four fields of the right type; a blank or malformed line raises
-:class:`TraceError` naming the line number and the field. Nothing is silently skipped. Extra fields are
+Every line must be a JSON object with all four fields of the right type; a blank or malformed line, a
+line that is not UTF-8 or an empty file raises :class:`TraceError` naming the file, the line number and
+the field, by the rules every reader shares (:mod:`flightcheck.checks.inputs`). Nothing is silently skipped. Extra fields are
 allowed and ignored. Lines need not be sorted by time: :func:`load_trace` keeps file order, and the model
 sorts stably, so ties keep file order.
 
@@ -30,10 +31,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from flightcheck.checks.inputs import (COUNT, INT, SECONDS, STR, InputError, check_fields, json_records, nullable,
+                                       optional, read_lines, required)
+
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
+# What the event-log conversion reads of an arrive event, and of a prefill or decode it counts.
+_ARRIVE = {"request": required(INT), "input": required(STR), "num_tokens": required(COUNT),
+           "t": optional(nullable(SECONDS))}
+_COUNTED = {"request": required(INT)}
 
 
-class TraceError(ValueError):
+class TraceError(InputError):
     """A malformed trace or event line, naming the file, line number (1-based) and field.
 
     For example::
@@ -45,12 +53,10 @@ class TraceError(ValueError):
         t.jsonl line 1, field 'timestamp': must be a finite number >= 0, got -1
     """
 
-    def __init__(self, source: str, line_number: int, field: str | None, message: str) -> None:
-        self.source = source
-        self.line_number = line_number
-        self.field = field
-        where = f"{source} line {line_number}" + (f", field {field!r}" if field else "")
-        super().__init__(f"{where}: {message}")
+    @classmethod
+    def of(cls, error: InputError) -> "TraceError":
+        """The same error as a TraceError."""
+        return cls(error.source, error.line_number, error.field, error.message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,31 +119,25 @@ def _parse_request(obj: object, source: str, line_number: int) -> TraceRequest:
 def parse_trace_lines(lines: Iterable[str], source: str = "<trace>", name: str | None = None) -> Trace:
     """Parse JSON lines into a :class:`Trace`; raise :class:`TraceError` on the first bad line.
 
-    A trailing newline at the end of the file is fine; any blank line between records is an error.
+    A trailing newline at the end of the file is fine; any blank line between records is an error, and so
+    is a trace without requests.
     """
-    raw = list(lines)
-    if raw and raw[-1].strip() == "":
-        raw.pop()
-    requests = []
-    for index, line in enumerate(raw):
-        line_number = index + 1
-        if not line.strip():
-            raise TraceError(source, line_number, None, "blank line (every line must hold one request)")
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise TraceError(source, line_number, None, f"not valid JSON ({error.msg} at column {error.colno})") from None
-        requests.append(_parse_request(obj, source, line_number))
-    if not requests:
-        raise TraceError(source, 1, None, "the trace holds no requests")
+    try:
+        records = json_records(lines, source, "a trace: JSON lines of requests")
+    except InputError as error:
+        raise TraceError.of(error) from None
+    requests = [_parse_request(obj, source, line_number) for line_number, obj in records]
     return Trace(name if name is not None else source, tuple(requests))
 
 
 def load_trace(path: str | os.PathLike[str]) -> Trace:
     """Read and validate a trace file; its name is the file stem (``conversation_trace`` ...)."""
     p = Path(path)
-    with p.open(encoding="utf-8") as handle:
-        return parse_trace_lines(handle.read().split("\n"), source=str(p), name=p.stem)
+    try:
+        lines = read_lines(p, "requests")
+    except InputError as error:
+        raise TraceError.of(error) from None
+    return parse_trace_lines(lines, source=str(p), name=p.stem)
 
 
 def repo_root() -> Path:
@@ -169,8 +169,11 @@ def events_to_trace(lines: Iterable[str], source: str = "<events>", block_tokens
       plus one per ``decode`` event.
 
     A first line holding only a ``policy`` object (the engine's header) is skipped. Other events are
-    read for the output count only; a line that is not a JSON object with an ``action``,
-    or an ``arrive`` without ``request``, ``input`` or ``num_tokens``, raises :class:`TraceError`.
+    read for the output count only; a line that is not a JSON object with an ``action``, an ``arrive``
+    without an integer ``request``, a string ``input`` or a count ``num_tokens``, or a counted ``prefill``
+    or ``decode`` without an integer ``request`` raises :class:`TraceError`, as do the readers' rules
+    (:mod:`flightcheck.checks.inputs`). ``flightcheck workload --from-events`` checks the whole log against
+    the event schema first, as ``flightcheck validate`` does.
 
     For example::
 
@@ -180,38 +183,28 @@ def events_to_trace(lines: Iterable[str], source: str = "<events>", block_tokens
     """
     if block_tokens < 1:
         raise ValueError(f"block_tokens must be >= 1, got {block_tokens}")
-    arrivals: list[tuple[int, object, str, int, float | None]] = []
-    outputs: dict[object, int] = {}
-    raw = list(lines)
-    if raw and raw[-1].strip() == "":
-        raw.pop()
-    for index, line in enumerate(raw):
-        line_number = index + 1
-        if not line.strip():
-            raise TraceError(source, line_number, None, "blank line (every line must hold one event)")
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise TraceError(source, line_number, None, f"not valid JSON ({error.msg})") from None
-        if index == 0 and isinstance(event, dict) and "policy" in event and "action" not in event:
+    arrivals: list[tuple[int, int, str, int, float | None]] = []
+    outputs: dict[int, int] = {}
+    try:
+        records = json_records(lines, source, "an engine event log: JSON lines of events")
+    except InputError as error:
+        raise TraceError.of(error) from None
+    for line_number, event in records:
+        if line_number == 1 and "policy" in event and "action" not in event:
             continue  # the engine's header line: the policy the log ran under
-        if not isinstance(event, dict) or "action" not in event:
+        if "action" not in event:
             raise TraceError(source, line_number, "action", "missing (expected an event object with an action)")
         action = event["action"]
+        fields = _ARRIVE if action == "arrive" else _COUNTED if action == "decode" or (
+            action == "prefill" and event.get("first_token") is True) else None
+        found = check_fields(event, fields) if fields is not None else None
+        if found is not None:
+            raise TraceError(source, line_number, found[0], found[1].replace("missing", f"missing in an {action} event"
+                             if action == "arrive" else f"missing in a {action} event", 1))
         if action == "arrive":
-            for field in ("request", "input", "num_tokens"):
-                if field not in event:
-                    raise TraceError(source, line_number, field, "missing in an arrive event")
-            if not _is_int(event["num_tokens"]) or event["num_tokens"] < 0:
-                raise TraceError(source, line_number, "num_tokens", f"must be an integer >= 0, got {event['num_tokens']!r}")
-            t = event.get("t")
-            if t is not None and (not (_is_int(t) or isinstance(t, float)) or not math.isfinite(t) or t < 0):
-                raise TraceError(source, line_number, "t", f"must be a finite number of seconds >= 0, got {t!r}")
-            arrivals.append((line_number, event["request"], str(event["input"]), event["num_tokens"], t))
-        elif action == "prefill" and event.get("first_token") is True:
-            outputs[event.get("request")] = outputs.get(event.get("request"), 0) + 1
-        elif action == "decode":
-            outputs[event.get("request")] = outputs.get(event.get("request"), 0) + 1
+            arrivals.append((line_number, event["request"], event["input"], event["num_tokens"], event.get("t")))
+        elif fields is not None:
+            outputs[event["request"]] = outputs.get(event["request"], 0) + 1
     if not arrivals:
         raise TraceError(source, 1, "action", "the log holds no arrive events")
     has_t = [a[4] is not None for a in arrivals]

@@ -24,9 +24,9 @@ def test_check_quick_runs_every_stage_but_the_real_model_and_passes():
 
 def test_a_stage_that_breaks_is_a_failed_row_and_fails_the_job(monkeypatch, capsys):
     monkeypatch.setattr(suite, "STAGES", [
-        ("variants", "flightcheck.checks.cli.suite:variants_stage", False),
-        ("broken", "flightcheck.checks.cli.suite:no_such_stage", False),
-        ("smollm2", "flightcheck.checks.cli.suite:real_model_stage", True),
+        ("variants", "flightcheck.checks.cli.stages:variants_stage", False),
+        ("broken", "flightcheck.checks.cli.stages:no_such_stage", False),
+        ("smollm2", "flightcheck.checks.cli.stages:real_model_stage", True),
     ])
     assert suite.run_suite(as_json=True, quick=True) is False
     out = json.loads(capsys.readouterr().out)

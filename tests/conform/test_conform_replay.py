@@ -63,9 +63,9 @@ def test_load_path_formats_and_errors():
     assert load_path('["arrive(1)"]')[0] == ["arrive(1)"]
     actions, meta = load_path(json.dumps({"counterexample": ["arrive(0)"], "scenario": "burst2", "variant": "x"}))
     assert actions == ["arrive(0)"] and meta == {"scenario": "burst2", "variant": "x"}
-    with pytest.raises(ValueError, match="action 2: not an action: 'jump\\(0\\)'"):
+    with pytest.raises(ValueError, match="line 2: not an action: 'jump\\(0\\)'"):
         load_path("arrive(0)\njump(0)\n")
-    with pytest.raises(ValueError, match="no \"counterexample\""):
+    with pytest.raises(ValueError, match="field 'counterexample': no actions"):
         load_path('{"verdict": "ok", "counterexample": null}')
 
 

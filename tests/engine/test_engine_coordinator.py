@@ -73,9 +73,22 @@ def test_coordination_none_puts_every_request_in_released_set():
         c.terminate(0)
 
 
-def test_wait_bound_release_of_one_follower_keeps_the_flight():
+def test_an_expired_follower_leaves_the_flight_for_the_released_set():
     c = Coordinator("single-flight")
     for i in range(3):
         c.arrive(i, A)
-    c.release_follower(0, 1)
+    c.expire(0, 1)
     assert list(c.flights[0].follower_request_ids) == [2] and 1 in c.released_request_ids
+
+
+def test_promotion_hands_a_lost_leaders_flight_to_its_first_follower():
+    c = Coordinator("single-flight")
+    for i in range(3):
+        c.arrive(i, A)
+    assert c.can_promote(0) is None  # the leader is live
+    assert c.terminate(0).kind == "leader"
+    assert c.can_promote(0) == 1
+    assert c.promote(0) == 1
+    f = c.flights[0]
+    assert (f.leader_request_id, f.is_leader_live, list(f.follower_request_ids)) == (1, True, [2])
+    assert c.terminate(1).kind == "leader" and c.is_known(2)

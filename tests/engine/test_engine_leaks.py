@@ -2,7 +2,6 @@
 setting, on the tiny real model with a small pool (so that eviction is exercised); the pool's invariants
 are checked after every step and, at the end, every page is free or cached with zero references."""
 
-import os
 from dataclasses import replace
 
 import numpy as np
@@ -15,7 +14,7 @@ from flightcheck.impl.runner import ModelRunner
 from flightcheck.impl.sampling import SamplingParams
 from flightcheck.impl.tiny import TINY_ARGS, tiny_model
 
-SLOW = bool(os.environ.get("FLIGHTCHECK_SLOW"))
+from switches import SLOW  # noqa: E402
 NUM_REQUESTS = 14000 if SLOW else 2100   # split over the 7 settings below
 NUM_PAGES = 32
 
@@ -85,6 +84,6 @@ def test_random_requests_with_aborts_leak_no_pages(model, index):
     assert {"waiting", "prefill", "decode"} <= phases  # aborts hit every phase that holds or awaits pages
     counters = engine.counters
     if settings.get("prefix_caching", True):
-        assert counters["pages_evicted"] > 0 and counters["hit_pages"] > 0
+        assert counters["num_pages_evicted"] > 0 and counters["num_hit_pages"] > 0
     if settings["coordination"] == "single-flight":
-        assert counters["followers_released"] > 0 and "blocked" in phases
+        assert counters["num_followers_released"] > 0 and "blocked" in phases

@@ -21,7 +21,8 @@ def model():
 
 
 def engine_for(model, **overrides):
-    return Engine(ModelRunner(model, num_pages=64), config=EngineConfig(num_pages=64, prefill_chunk_pages=2, **overrides))
+    settings = {"num_pages": 64, "prefill_chunk_pages": 2} | overrides
+    return Engine(ModelRunner(model, num_pages=64), config=EngineConfig(**settings))
 
 
 def burst(engine, n=3, max_tokens=4):
@@ -80,20 +81,50 @@ def test_aborted_blocked_follower_is_not_released(model):
                                           "request": ids[2], "phase": "blocked"}]
 
 
-def test_follower_wait_bound_releases_a_follower_that_waited_too_long(model):
+def test_follower_wait_bound_expires_a_follower_that_waited_too_long(model):
     engine = engine_for(model, follower_wait_bound=2)
     ids = burst(engine, n=2)
     engine.hold(ids[0])
     for _ in range(3):
         engine.step()
-    (early,) = engine.events.of("release")
-    assert (early["followers"], early["reason"], early["flight"]) == ([ids[1]], "wait-bound", ids[0])
-    assert engine.phase(ids[1]) in ("waiting", "prefill")
+    (expired,) = engine.events.of("expire")
+    assert (expired["request"], expired["flight"], expired["leader"]) == (ids[1], ids[0], ids[0])
+    assert engine.phase(ids[1]) in ("waiting", "prefill") and engine.scheduler.requests[ids[1]].is_expired
     engine.resume(ids[0])
     engine.run()
-    late = engine.events.of("release")[1]
-    assert (late["followers"], late["reason"]) == ([], "after-prefill")
+    (release,) = engine.events.of("release")
+    assert (release["followers"], release["reason"]) == ([], "after-prefill")
     assert engine.result(ids[1]).recovered_tokens == 0  # it computed for itself
+    engine.check_invariants()
+
+
+def test_an_expiry_requested_by_the_client_pins_what_the_leader_published(model):
+    engine = engine_for(model, prefill_chunk_pages=1)
+    ids = burst(engine, n=2)
+    engine.step()  # the leader computes and publishes its first page
+    engine.expire(ids[1])
+    follower = engine.scheduler.requests[ids[1]]
+    assert (follower.phase.value, len(follower.block_table), follower.num_published) == ("waiting", 1, 1)
+    with pytest.raises(EngineError, match="not a blocked follower"):
+        engine.expire(ids[1])
+    engine.run()
+    assert engine.result(ids[1]).recovered_tokens == 16  # the pinned page
+    engine.check_invariants()
+
+
+def test_a_failing_forward_pass_fails_its_request_and_promotes_a_follower(model):
+    engine = engine_for(model, prefill_chunk_pages=1, leader_loss="promote")
+    ids = burst(engine, n=3)
+    engine.step()
+    engine.inject_fault(ids[0])
+    engine.step()
+    res = engine.result(ids[0])
+    assert (res.finish_reason, res.error) == ("error", "its forward pass gave non-finite logits")
+    (promote,) = engine.events.of("promote")
+    assert (promote["leader"], promote["previous"], promote["followers"]) == (ids[1], ids[0], [ids[2]])
+    engine.run()
+    assert [engine.result(i).finish_reason for i in ids[1:]] == ["length", "length"]
+    assert engine.counters["num_failures"] == 1 and engine.counters["num_promotions"] == 1
     engine.check_invariants()
 
 
@@ -116,7 +147,7 @@ def test_new_identical_request_after_release_opens_a_new_flight_and_hits(model):
     assert (arrive["role"], arrive["flight"]) == ("leader", late)
     engine.run()
     assert engine.result(late).recovered_tokens == 96
-    assert engine.counters["flights_opened"] == 2
+    assert engine.counters["num_flights_opened"] == 2
 
 
 def test_run_with_only_held_requests_raises_instead_of_spinning(model):

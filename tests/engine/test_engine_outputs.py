@@ -82,7 +82,7 @@ def test_greedy_outputs_equal_across_caching_and_coordination(model, overrides):
         # 3 followers of DOC recover its (70-1)//16 = 4 shareable pages each, plus the overlaps' hits.
         admits = {e["request"]: e["hit_pages"] for e in engine.events.of("admit")}
         assert [admits[i] for i in (1, 2, 3)] == [4, 4, 4]
-        assert engine.counters["flights_opened"] == 6  # the burst is one flight; the 5 others lead their own
+        assert engine.counters["num_flights_opened"] == 6  # the burst is one flight; the 5 others lead their own
 
 
 @pytest.mark.parametrize("release", ["after-prefill", "on-completion"])
@@ -92,10 +92,10 @@ def test_followers_recover_528_of_532_tokens(model, release):
     results = engine.generate([doc] * 3, SamplingParams(max_tokens=4))
     assert [r.recovered_tokens for r in results] == [0, 528, 528]
     assert [r.role for r in results] == ["leader", "follower", "follower"]
-    assert engine.counters["recovered_tokens"] == 1056
+    assert engine.counters["num_recovered_tokens"] == 1056
     assert engine.counters["num_prefill_tokens"] == 532 + 2 * 4
     # The leader fills 34 pages (positions 0..534); each follower only its own page 33.
-    assert engine.counters["pages_allocated"] == 34 + 2 * 1
+    assert engine.counters["num_pages_allocated"] == 34 + 2 * 1
 
 
 def test_burst_event_log_one_leader_seven_followers_one_release(model):
@@ -121,7 +121,7 @@ def test_burst_event_log_one_leader_seven_followers_one_release(model):
     # The leader's prefill came in ceil(19 units / 8) = 3 chunks; each follower computed one 12-token unit.
     assert [e["num_units"] for e in log.of("prefill") if e["request"] == ids[0]] == [8, 8, 3]
     assert [(e["num_units"], e["num_tokens"]) for e in log.of("prefill") if e["request"] != ids[0]] == [(1, 12)] * 7
-    assert engine.counters["followers_released"] == 7 and engine.counters["flights_opened"] == 1
+    assert engine.counters["num_followers_released"] == 7 and engine.counters["num_flights_opened"] == 1
 
 
 def test_hold_keeps_the_leader_prefill_while_more_followers_arrive(model):

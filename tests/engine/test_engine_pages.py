@@ -83,7 +83,7 @@ def test_eviction_is_lru_among_leaves_only():
     pool.acquire([a_ids[0]])                     # a0 is now the most recently used ...
     pool.drop([a_ids[0]])
     # ... but only leaves are candidates: a2 (older) goes before b0, then a1, then b0 / a0 by age.
-    order = [pool.evict().page_id for _ in range(4)]
+    order = [pool.evict(pool.victim()).page_id for _ in range(4)]
     assert order == [a_ids[2], a_ids[1], b_ids[0], a_ids[0]]
     assert pool.num_free == 6 and not pool.cached
     pool.check_invariants()
@@ -95,7 +95,7 @@ def test_referenced_pages_are_never_evicted():
     assert not pool.can_evict()
     pool.drop([ids[1]])
     assert pool.can_evict()
-    assert pool.evict().page_id == ids[1]
+    assert pool.evict(pool.victim()).page_id == ids[1]
     assert not pool.can_evict()  # page 0 is still referenced
 
 

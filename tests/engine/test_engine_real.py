@@ -6,6 +6,7 @@ import pytest
 from flightcheck.impl import model_file
 from flightcheck.impl.engine import Engine, EngineConfig
 from flightcheck.impl.sampling import SamplingParams
+from switches import SLOW  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not model_file.default_path().exists(),
                                 reason="SmolLM2 model file not fetched (run scripts/setup.sh)")
@@ -35,9 +36,7 @@ def test_cached_and_uncached_greedy_outputs_are_equal(engine):
 @pytest.mark.slow
 def test_greedy_outputs_equal_across_configs_with_chunking_and_batching(engine):
     """Identical, partially overlapping and unrelated prompts, batched, with 4-page prefill chunks."""
-    import os
-
-    is_slow = bool(os.environ.get("FLIGHTCHECK_SLOW"))
+    is_slow = SLOW
     tokenizer = engine.tokenizer
     doc = tokenizer.encode("Prefix caching reuses the attention key-value cache of repeated prompt prefixes. "
                            * (12 if is_slow else 4))
@@ -51,4 +50,4 @@ def test_greedy_outputs_equal_across_configs_with_chunking_and_batching(engine):
         other = Engine(engine.runner, tokenizer, config, eos_token_ids=[tokenizer.eos_id])
         assert [r.output_token_ids for r in other.generate(prompts, params)] == baseline, overrides
         if overrides.get("coordination") != "none":
-            assert other.counters["followers_released"] == len(prompts) - 3
+            assert other.counters["num_followers_released"] == len(prompts) - 3

@@ -24,7 +24,9 @@ def _run(path, **config):
 def test_the_log_file_opens_with_the_policy_and_arrivals_carry_their_time(tmp_path):
     lines = _run(tmp_path / "ev.jsonl", release="on-completion", publication="on-completion")
     assert lines[0]["policy"] == {"coordination": "single-flight", "release": "on-completion",
-                                  "publication": "on-completion", "capacity": 2, "chunk": 2}
+                                  "publication": "on-completion", "leader_loss": "release-all",
+                                  "prefix_caching": True, "capacity": 2, "chunk": 2}
+    assert lines[0]["pool"]["num_pages"] > 0 and "follower_wait_bound" in lines[0]
     arrivals = [e for e in lines[1:] if e["action"] == "arrive"]
     assert len(arrivals) == 3 and all(isinstance(e["t"], float) and e["t"] >= 0 for e in arrivals)
     assert [e["t"] for e in arrivals] == sorted(e["t"] for e in arrivals)

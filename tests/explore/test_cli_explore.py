@@ -25,7 +25,7 @@ def test_explore_json_has_verdict_properties_counterexample_and_stats():
     r = invoke("explore", "--scenario", "burst2-abort", "--release", "on-completion", "--json")
     out = json.loads(r.output)
     assert r.exit_code == 0 and out["verdict"] == "ok" and out["counterexample"] is None
-    assert out["stats"]["states"] == 84 and out["stats"]["states_per_second"] > 0
+    assert out["stats"]["states"] == 87 and out["stats"]["states_per_second"] > 0
     assert {p["name"] for p in out["properties"]} >= {"termination_validated", "eventually_terminates"}
     assert out["policy"]["release"] == "on-completion"
 
@@ -42,7 +42,7 @@ def test_explore_variant_exits_1_naming_the_property_and_printing_the_path():
 
 def test_explore_custom_burst():
     out = json.loads(invoke("explore", "--requests", "3", "--prompts", "2", "--json").output)
-    assert out["verdict"] == "ok" and out["stats"]["states"] == 568
+    assert out["verdict"] == "ok" and out["stats"]["states"] == 533
 
 
 def test_bad_arguments_exit_2_with_a_clear_message():
@@ -70,7 +70,7 @@ def test_variants_json_lists_every_variant_with_expected_violation_and_story():
     by = {r["name"]: r for r in rows}
     assert by["correct"]["expected_violation"] is None and by["draining"]["expected_violation"] is None
     assert by["stranded-followers"]["expected_violation"] == "no_deadlock"
-    assert all(r["story"] for r in rows) and len(rows) == 7
+    assert all(r["story"] for r in rows) and len(rows) == 13
 
 
 def test_the_console_script_runs():

@@ -17,10 +17,10 @@ from flightcheck.checks.explore.counterexample import Counterexample
 from flightcheck.checks.explore.model import GenericModel
 from flightcheck.spec.describe import describe, label
 from flightcheck.checks.explore.explorer import explore
-from flightcheck.checks.explore.render import (
+from flightcheck.checks.explore.picture import (
     ACTION_STYLE, FILL_BAD, FILL_INITIAL, HIGHLIGHT, MAX_NODES, STORY, RenderError, build_picture, diff_counts,
-    render_diff, render_result, to_dot,
 )
+from flightcheck.checks.explore.render import render_diff, render_result, to_dot
 from flightcheck.spec.model import FlightSpec
 from flightcheck.spec.scenario import SCENARIOS
 from flightcheck.spec.variants import VARIANTS
@@ -65,7 +65,7 @@ def test_dot_has_one_node_per_state_with_initial_and_quiescent_marked(burst2, tm
     assert {k for k, attrs in nodes.items() if "peripheries=2" in attrs} == quiescent_ids
     assert all("(quiescent)" in nodes[k] for k in quiescent_ids)
     # Every drawn edge carries its actions, and every graph edge is drawn (burst2 has no notify loops).
-    assert len(edges_of(dot)) == burst2.graph.number_of_edges() == 109
+    assert len(edges_of(dot)) == burst2.graph.number_of_edges() == 105
 
 
 def test_labels_name_phases_flights_released_and_pages():
@@ -109,7 +109,7 @@ def test_notify_self_loops_are_counted_not_drawn(tmp_path):
     res = explore(FlightSpec(SCENARIOS["burst2-abort"]))
     loops = [s for s in res.graph if res.graph.has_edge(s, s)
              and all(a.startswith("notify(") for a in res.graph[s][s]["actions"])]
-    assert len(loops) == 108  # every state rejects a never-submitted ID
+    assert len(loops) == 90  # every state rejects a never-submitted ID, but those where a release is due first
     dot = render_result(res, tmp_path / "a.dot").read_text()
     assert not [e for e in edges_of(dot) if e[0] == e[1]]
     assert f"notify(...) self-loops on {len(loops)} states" in dot
@@ -138,7 +138,7 @@ def test_svg_and_png_from_dot_are_valid(burst2, tmp_path):
     groups = [g for g in root.iter(f"{SVG_NS}g") if "node" in g.get("class", "").split()]
     assert sorted(g.get("id") for g in groups) == sorted(f"s{k}" for k in range(52))
     edges = [g for g in root.iter(f"{SVG_NS}g") if "edge" in g.get("class", "").split()]
-    assert len(edges) == 109
+    assert len(edges) == 105
     png = render_result(burst2, tmp_path / "g.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 50_000
 
@@ -182,10 +182,10 @@ def test_diff_counts_of_burst2_release_points(burst2, burst2_on_completion, tmp_
     counts = render_diff(burst2, burst2_on_completion, tmp_path / "d.dot")
     # On completion is the after-prefill graph minus every state where a follower runs beside a live leader.
     assert counts == {"states_only_a": 22, "states_only_b": 0, "states_common": 30,
-                      "edges_only_a": 67, "edges_only_b": 0, "edges_common": 42}
+                      "edges_only_a": 64, "edges_only_b": 0, "edges_common": 41}
     assert diff_counts(burst2_on_completion, burst2)["states_only_b"] == 22
     same = diff_counts(burst2, burst2)
-    assert (same["states_only_a"], same["states_only_b"], same["states_common"], same["edges_common"]) == (0, 0, 52, 109)
+    assert (same["states_only_a"], same["states_only_b"], same["states_common"], same["edges_common"]) == (0, 0, 52, 105)
     nodes = nodes_of((tmp_path / "d.dot").read_text())
     assert len(nodes) == 52
     assert sum('class="a' in attrs for attrs in nodes.values()) == 22
@@ -226,12 +226,12 @@ def test_bad_suffix_is_refused_and_writes_nothing(burst2, tmp_path):
 
 def test_oversized_graph_is_refused_unless_forced(tmp_path):
     big = explore(FlightSpec(SCENARIOS["burst4-abort"]))
-    assert big.stats.states == 2727 > MAX_NODES
-    with pytest.raises(RenderError, match="2727 states.*smaller scenario"):
+    assert big.stats.states == 3066 > MAX_NODES
+    with pytest.raises(RenderError, match="3066 states.*smaller scenario"):
         render_result(big, tmp_path / "big.svg")
     assert not (tmp_path / "big.svg").exists()
     dot = render_result(big, tmp_path / "big.dot", force=True).read_text()
-    assert len(nodes_of(dot)) == 2727
+    assert len(nodes_of(dot)) == 3066
 
 
 def test_missing_graphviz_is_a_clear_error(burst2, tmp_path, monkeypatch):

@@ -1,6 +1,5 @@
 """Refactor equivalence: correct == draining (proved), each buggy variant differs, shortest sequence."""
 
-import os
 from collections import deque
 
 import pytest
@@ -106,7 +105,7 @@ def test_variants_over_different_scenarios_are_refused():
         Product(a, b)
 
 
-SLOW = bool(os.environ.get("FLIGHTCHECK_SLOW"))
+from switches import SLOW  # noqa: E402
 
 
 @pytest.mark.slow

@@ -1,6 +1,5 @@
 """k-induction: every safety property of the correct designs proved on the default scenarios; the rest pinned."""
 
-import os
 from collections import deque
 
 import pytest
@@ -11,35 +10,33 @@ from flightcheck.spec.lemmas import lemmas_for
 from flightcheck.spec.scenario import RELEASES, SCENARIOS
 from flightcheck.spec.variants import VARIANTS
 
-SLOW = bool(os.environ.get("FLIGHTCHECK_SLOW"))
+from switches import SLOW  # noqa: E402
 
-# Every property is proved on the default scenarios (their own publication policy) at both release
-# points. What stays bounded, pinned: with eviction AND on-completion publication, single_prefill and
-# the two lemmas behind it are not proved (k <= 2). Their counterexample to induction is a released
-# request holding unpublished pages beside a new flight's leader: unreachable, but the state does not
-# record which flight a released request came from, so no lemma here rules it out.
-EVICTION_ON_COMPLETION_BOUNDED = ["single_prefill"]
-# With eviction (incremental publication) the same three are proved, with k=2 rather than 1.
-K2_WITH_EVICTION = {"single_prefill", "one_busy_per_input", "next_page_uncached"}
-EVICTION_ON_COMPLETION_LEMMAS_BOUNDED = ["one_busy_per_input", "next_page_uncached"]
+# Every property and every lemma is proved on every default scenario, at both release points and both
+# publication policies, the eviction scenarios included (pinned release closed the gap that left
+# single_prefill only bounded under on-completion publication). Pinned: which proofs need k=2.
+K2 = {"single_prefill", "one_busy_per_input", "next_page_uncached", "released_hold_all"}
+K2_BY_SCENARIO = {"short": set(), "nocache": set(),  # nothing shareable / no coordination: all k=1
+                  "mixed3-pool": {"no_deadlock", "one_busy_per_input", "released_hold_all"}}
 
-FAST_SCENARIOS = list(SCENARIOS)
+# The default run proves a representative third of the default scenarios (each feature once);
+# FLIGHTCHECK_SLOW=1 all of them (`flightcheck check` proves all of them every time).
+FAST_SCENARIOS = list(SCENARIOS) if SLOW else ["burst2", "burst3-promote", "burst3-expire", "burst2-evict",
+                                               "mixed3-pool", "short", "nocache"]
 
 
-def _check(variant, scenario, release, publication=None, bounded=(), lemmas_bounded=()):
+def _check(variant, scenario, release, publication=None, max_k=2):
     scn = SCENARIOS[scenario].with_policy(release=release)
     if publication:
         scn = scn.with_policy(publication=publication)
     spec = VARIANTS[variant].build(scn)
-    report = prove(spec, max_k=2, depth=2)
+    report = prove(spec, max_k=max_k, depth=2)
     names = [p.name for p in checked_properties(spec)]
     assert [r.property for r in report.results] == names
-    assert [r.property for r in report.results if r.status != "proved"] == list(bounded)
-    assert all(r.status == "bounded" and r.k == 2 for r in report.results if r.property in bounded)
-    k2 = K2_WITH_EVICTION if spec.scenario.eviction else set()
-    assert all(r.k == (2 if r.property in k2 else 1) for r in report.results + report.lemmas if r.status == "proved")
-    # A lemma is only ever assumed once proved; which ones are not proved is pinned too.
-    assert [x.property for x in report.lemmas if x.status != "proved"] == list(lemmas_bounded)
+    assert [r.property for r in report.results + report.lemmas if r.status != "proved"] == []
+    k2 = K2_BY_SCENARIO.get(scenario, K2)
+    assert {r.property for r in report.results + report.lemmas if r.k == 2} == k2
+    # A lemma is only ever assumed once proved.
     assert {x.property for x in report.lemmas} == {"in_bounds"} | {x.name for x in lemmas_for(spec)}
     assert report.ok
     return spec, report
@@ -58,7 +55,8 @@ def test_largest_default_scenario_with_a_deeper_base_case(release):
     spec = VARIANTS["correct"].build(SCENARIOS["burst4-abort"].with_policy(release=release))
     depth = 6 if SLOW else 3
     report = prove(spec, max_k=2, depth=depth)
-    assert {(r.status, r.k) for r in report.results + report.lemmas} == {("proved", 1)}
+    assert {(r.status, r.k) for r in report.results + report.lemmas} == {("proved", 1), ("proved", 2)}
+    assert {r.property for r in report.results + report.lemmas if r.k == 2} == K2
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -68,12 +66,9 @@ def test_draining_design_properties_proved_too(scenario, release):
 
 
 @pytest.mark.parametrize("publication", ["incremental", "on-completion"])
-@pytest.mark.parametrize("scenario", ["burst2", "burst3-abort", "mixed3", "burst2-cap1"])
+@pytest.mark.parametrize("scenario", ["burst2", "burst3-abort", "burst3-evict", "burst2-cap1"])
 def test_other_publication_policy(scenario, publication):
-    evicts = SCENARIOS[scenario].eviction and publication == "on-completion"
-    _check("correct", scenario, "after-prefill", publication,
-           EVICTION_ON_COMPLETION_BOUNDED if evicts else (),
-           EVICTION_ON_COMPLETION_LEMMAS_BOUNDED if evicts else ())
+    _check("correct", scenario, "after-prefill", publication)
 
 
 @pytest.mark.parametrize("scenario", ["burst2", "mixed3", "burst2-abort"])
@@ -85,10 +80,13 @@ def test_without_coordination_everything_applicable_is_proved(scenario):
 
 
 def test_counterexample_to_induction_is_a_real_transition_from_an_unreachable_state():
-    spec, report = _check("correct", "burst2-evict", "after-prefill", "on-completion",
-                          EVICTION_ON_COMPLETION_BOUNDED, EVICTION_ON_COMPLETION_LEMMAS_BOUNDED)
+    # With k=1 alone, single_prefill is not inductive: its counterexample to induction is one step
+    # from an unreachable state (k=2 proves it, see above).
+    spec = VARIANTS["correct"].build(SCENARIOS["burst3-evict"].with_policy(publication="on-completion"))
+    report = prove(spec, max_k=1, depth=2)
+    assert report.result("single_prefill").status == "bounded"
     cti = report.result("single_prefill").cti
-    assert cti is not None and cti.k == 2 and len(cti.states) == 3
+    assert cti is not None and cti.k == 1 and len(cti.states) == 2
     for action, before, after in zip(cti.actions, cti.states, cti.states[1:]):
         act = next(a for a in spec.actions if str(a) == action)
         assert spec.guard(before, act) and spec.apply(before, act) == after
@@ -102,14 +100,17 @@ def test_counterexample_to_induction_is_a_real_transition_from_an_unreachable_st
                 queue.append(t)
     assert cti.states[0] not in seen
     text = cti.format(spec)
-    assert text.startswith("counterexample to induction for single_prefill (k=2), from the unreachable state:")
+    assert text.startswith("counterexample to induction for single_prefill (k=1), from the unreachable state:")
     assert "PAGE PREFILLED TWICE" in text
 
 
 def test_lemmas_hold_on_every_reachable_state_of_the_explorer_graph():
     for variant, scenario, publication in (("correct", "burst3-abort", "incremental"),
                                            ("draining", "burst3-abort", "on-completion"),
-                                           ("correct", "burst2-evict", "on-completion")):
+                                           ("correct", "burst3-evict", "on-completion"),
+                                           ("correct", "burst3-promote", "incremental"),
+                                           ("correct", "burst3-expire", "on-completion"),
+                                           ("correct", "mixed3-pool", "incremental")):
         spec = VARIANTS[variant].build(SCENARIOS[scenario].with_policy(publication=publication))
         seen, queue = {spec.initial()}, deque([spec.initial()])
         while queue:
@@ -124,7 +125,7 @@ def test_lemmas_hold_on_every_reachable_state_of_the_explorer_graph():
 
 def test_a_mutant_is_reported_violated_never_proved():
     spec = VARIANTS["no-unknown-check"].demo_spec()
-    report = prove(spec, max_k=1, depth=1)
+    report = prove(spec, max_k=2, depth=1)
     r = report.result("termination_validated")
     assert (r.status, r.k) == ("violated", 1) and len(r.counterexample) == 1
     assert r.counterexample.actions[0].startswith("notify(")
@@ -136,5 +137,5 @@ def test_a_mutant_is_reported_violated_never_proved():
 def test_termination_validated_needs_the_known_lemma_and_says_so():
     _spec, report = _check("correct", "burst2", "after-prefill")
     assert "live_is_known" in report.result("termination_validated").support
-    assert report.result("single_prefill").summary().startswith("single_prefill: proved (k=1, with ")
-    assert "one_busy_per_input" in report.result("single_prefill").support
+    assert report.result("single_prefill").summary().startswith("single_prefill: proved (k=2, with ")
+    assert {"next_page_uncached", "released_hold_all"} <= set(report.result("single_prefill").support)

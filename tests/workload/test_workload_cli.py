@@ -110,8 +110,9 @@ def test_a_malformed_trace_exits_2_naming_line_and_field(app, tmp_path):
 
 def test_an_untimed_event_log_is_run_as_simultaneous_arrivals_with_a_note(app, tmp_path):
     events = tmp_path / "untimed.jsonl"
-    events.write_text("".join(json.dumps({"seq": i, "action": "arrive", "request": i, "input": "same", "num_tokens": 32})
-                              + "\n" for i in range(3)))
+    # Every field an engine's arrive carries except "t" (the log is read by the event schema first).
+    events.write_text("".join(json.dumps({"seq": i, "action": "arrive", "request": i, "role": "solo", "flight": None,
+                                          "input": "same", "num_tokens": 32}) + "\n" for i in range(3)))
     result = invoke(app, "--from-events", events, "--json")
     assert result.exit_code == 0, result.output
     assert "no arrive event" in result.stderr

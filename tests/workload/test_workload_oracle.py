@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import heapq
 import json
-import os
 from collections import Counter
 
 from hypothesis import given, settings
@@ -18,8 +17,9 @@ from hypothesis import strategies as st
 
 from flightcheck.checks.workload.model import ModelConfig, prepare_trace, simulate
 from flightcheck.checks.workload.trace import parse_trace_lines
+from switches import SLOW  # noqa: E402
 
-EXAMPLES = 5000 if os.environ.get("FLIGHTCHECK_SLOW") else 1000
+EXAMPLES = 5000 if SLOW else 1000
 
 
 def oracle(requests, w, num_instances, capacity, routing, lookup, insert_on_miss, warmup_fraction):

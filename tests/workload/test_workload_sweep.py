@@ -6,7 +6,6 @@ import csv
 import gzip
 import hashlib
 import json
-import os
 
 import pytest
 
@@ -16,7 +15,7 @@ from flightcheck.checks.workload.sweep import (instance_rows, run_sweep, summary
                                                write_outputs)
 from flightcheck.checks.workload.trace import load_trace, parse_trace_lines, shared_trace_path
 
-SLOW = bool(os.environ.get("FLIGHTCHECK_SLOW"))
+from switches import SLOW  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -64,7 +64,7 @@ def test_only_a_final_newline_may_be_empty(tmp_path):
     with pytest.raises(TraceError, match="line 2: blank line"):
         load_trace(path)
     path.write_text("")
-    with pytest.raises(TraceError, match="no requests"):
+    with pytest.raises(TraceError, match="the file is empty"):
         load_trace(path)
 
 

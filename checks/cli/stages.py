@@ -1,0 +1,343 @@
+"""The stages of ``flightcheck check``: each a function ``stage(ctx) -> list[Row]`` over the default scenarios.
+
+:data:`flightcheck.checks.cli.suite.STAGES` lists them by import path in the order they run, so a stage
+whose dependencies are missing reports itself as a failed row instead of breaking the rest. Every stage
+compares its figures with the recorded ones (:mod:`flightcheck.checks.cli.expect`): a changed state
+count, proof verdict, path length or corpus trace fails its row. The heavy stages spread their items
+over the machine's cores; the results do not depend on how (every item is deterministic).
+
+For example::
+
+    >>> from flightcheck.checks.cli.expect import Expectations
+    >>> rows = variants_stage(Context(quick=True, expect=Expectations()))
+    >>> all(r.ok for r in rows)
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from flightcheck.checks.cli.expect import Expectations
+from flightcheck.checks.cli.suite import Row
+from flightcheck.spec.scenario import PUBLICATIONS, RELEASES, SCENARIOS, policy_grid
+from flightcheck.spec.variants import VARIANTS
+
+PROVE_DEPTH, PROVE_MAX_K = 2, 2  # BMC base case and the largest k (every default proof needs k <= 2)
+
+
+@dataclass
+class Context:
+    """What every stage is run with: the budget level, the recorded figures, the model, extra seconds."""
+
+    quick: bool = False
+    expect: Expectations = field(default_factory=Expectations)
+    budget: float | None = None   # seconds of random exploration beyond the deterministic campaign
+    model: str = "tiny"
+    save_dir: Path = Path(".")    # where a failing conformance program is written
+    jobs: int = max(1, min(2, os.cpu_count() or 1))
+
+
+def _parallel(fn: Callable[[Any], Any], items: list[Any], jobs: int) -> list[Any]:
+    """``[fn(x) for x in items]``, on ``jobs`` processes when more than one (order kept)."""
+    if jobs <= 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
+        return list(pool.map(fn, items))
+
+
+def _key(scn: Any) -> str:
+    p = scn.policy
+    return f"{scn.name} {p.release} {p.publication} {p.leader_loss}"
+
+
+# --- explore ---------------------------------------------------------------------------------------------
+def _explore_one(scn: Any) -> tuple[str, bool, int, list[str], float, int]:
+    from flightcheck.checks.explore.engine import explore_with as explore
+    from flightcheck.spec.model import FlightSpec
+
+    r = explore(FlightSpec(scn))
+    return _key(scn), r.ok, r.stats.states, [p.name for p in r.violations], r.stats.seconds, len(r.properties)
+
+
+def explore_stage(ctx: Context) -> list[Row]:
+    """The correct design over every default scenario under every policy of its grid."""
+    items = [s for name, scn in SCENARIOS.items() if not (ctx.quick and name == "burst4-abort")
+             for s in policy_grid(scn)]
+    rows = []
+    for key, ok, states, bad, seconds, nprops in _parallel(_explore_one, items, ctx.jobs):
+        changed = ctx.expect.compare("explore", key, states)
+        detail = ", ".join(bad) if bad else f"{states} states, all {nprops} properties hold"
+        if changed:
+            detail = f"state count changed ({changed}); " + detail
+        rows.append(Row("explore", key, ok and not changed, detail, seconds, {"states": states, "violated": bad}))
+    return rows
+
+
+# --- variants --------------------------------------------------------------------------------------------
+def variants_stage(ctx: Context) -> list[Row]:
+    """Every design variant on its demo scenario: correct ones pass, mutants fail as their story says,
+    with the recorded shortest path."""
+    from flightcheck.checks.explore.engine import explore_with as explore
+
+    rows = []
+    for v in VARIANTS.values():
+        t = time.perf_counter()
+        r = explore(v.demo_spec())
+        violated = [p.name for p in r.violations if p.kind != "sometimes"]
+        if v.expected_violation is None:
+            ok = not violated
+            detail = "all safety and liveness properties hold" if ok else "violates " + ", ".join(violated)
+            evidence: dict[str, Any] = {}
+        else:
+            res = r.result(v.expected_violation)
+            n = len(res.counterexample) if res.counterexample else None
+            ok = v.expected_violation in violated
+            detail = f"caught: {v.expected_violation} in {n} steps" if ok else f"NOT caught: {v.expected_violation} holds"
+            changed = ctx.expect.compare("variants", v.name, [v.expected_violation, n])
+            if changed:
+                ok, detail = False, f"path changed ({changed}); " + detail
+            evidence = {"property": v.expected_violation, "length": n,
+                        "counterexample": res.counterexample.actions if res.counterexample else None}
+        rows.append(Row("variants", v.name, ok, detail, time.perf_counter() - t, evidence))
+    return rows
+
+
+# --- prove -----------------------------------------------------------------------------------------------
+def _prove_items(quick: bool) -> list[Any]:
+    items = []
+    for name, scn in SCENARIOS.items():
+        if quick and name in ("burst4-abort", "burst3-abort", "burst3-fail", "burst3-expire", "mixed3"):
+            continue
+        for release in RELEASES:
+            for publication in PUBLICATIONS:
+                items.append(scn.with_policy(release=release, publication=publication))
+        if scn.aborts and scn.policy.single_flight and not quick:  # the other leader-loss policy too
+            items.append(scn.with_policy(leader_loss="promote" if scn.policy.leader_loss != "promote" else "release-all"))
+    return items
+
+
+def _prove_one(scn: Any) -> tuple[str, dict[str, Any], float]:
+    from flightcheck.checks.proofs.induction import prove
+    from flightcheck.spec.model import FlightSpec
+
+    rep = prove(FlightSpec(scn), max_k=PROVE_MAX_K, depth=PROVE_DEPTH)
+    verdicts = {r.property: f"{r.status} k={r.k}" if r.status == "proved" else r.status for r in rep.results + rep.lemmas}
+    return _key(scn), verdicts, rep.seconds
+
+
+def prove_stage(ctx: Context) -> list[Row]:
+    """k-induction for every safety property and lemma of the correct design, each default scenario,
+    both release points and both publications (and the other leader-loss policy where a leader can be
+    lost). A row fails on a violation, and on any verdict other than the recorded one (a property that
+    drops from proved to bounded fails here even though nothing is violated)."""
+    rows = []
+    for key, verdicts, seconds in _parallel(_prove_one, _prove_items(ctx.quick), ctx.jobs):
+        proved = [p for p, v in verdicts.items() if v.startswith("proved")]
+        violated = [p for p, v in verdicts.items() if v == "violated"]
+        bounded = [p for p, v in verdicts.items() if v == "bounded"]
+        k = max((int(v.split("=")[1]) for v in verdicts.values() if v.startswith("proved")), default=0)
+        detail = (f"violated: {', '.join(violated)}" if violated else
+                  f"{len(proved)}/{len(verdicts)} proved (k<={k})" + (f"; only bounded: {', '.join(bounded)}" if bounded else ""))
+        changed = ctx.expect.compare("prove", key, verdicts)
+        if changed:
+            was = ctx.expect.recorded["prove"][key]
+            moved = [f"{p}: {was.get(p)} -> {v}" for p, v in verdicts.items() if was.get(p) != v]
+            moved += [f"{p}: {w} -> gone" for p, w in was.items() if p not in verdicts]
+            detail = "proofs changed (" + "; ".join(moved) + "); " + detail
+        rows.append(Row("prove", key, not violated and not changed, detail, seconds, {"verdicts": verdicts}))
+    return rows
+
+
+# --- equiv -----------------------------------------------------------------------------------------------
+def equiv_stage(ctx: Context) -> list[Row]:
+    """The seed's refactor: ``draining`` against ``correct`` must be equivalent, and every mutant must
+    differ from ``correct`` with a distinguishing sequence (each on its demo scenario)."""
+    from flightcheck.checks.proofs.equivalence import check_equivalence
+
+    rows = []
+    for v in VARIANTS.values():
+        if v.name == "correct":
+            continue
+        demo = SCENARIOS[v.demo].with_policy(**dict(v.demo_policy))
+        scn = SCENARIOS["burst2-abort"] if v.expected_violation is None else demo
+        # The product induction proves the correct pair for every depth; BMC first rules out short differences.
+        res = check_equivalence("correct", v.name, scn, depth=6 if v.expected_violation is None else 10)
+        ok = res.equivalent if v.expected_violation is None else not res.equivalent
+        detail = res.summary()
+        changed = ctx.expect.compare("equiv", v.name, [res.verdict, len(res.sequence)])
+        if changed:
+            ok, detail = False, f"verdict changed ({changed}); " + detail
+        rows.append(Row("equiv", f"correct vs {v.name}", ok, detail, res.seconds,
+                        {"verdict": res.verdict, "sequence": res.sequence, "difference": res.difference}))
+    return rows
+
+
+# --- conform ---------------------------------------------------------------------------------------------
+def _replay_entries(args: tuple[list[dict], str]) -> list[tuple[str, Any, list[str], int, float]]:
+    import flightcheck.impl  # noqa: F401 -- the fast BLAS first, in a fresh process
+    from flightcheck.checks.conform.corpus import CorpusEntry, replay
+
+    entries, model = args
+    out = []
+    for obj in entries:
+        entry = CorpusEntry.from_json(obj)
+        t = time.perf_counter()
+        failed, changed, covered = replay(entry, model)
+        summary = None
+        if failed is not None:
+            d = failed.diagnosis
+            summary = {"summary": d.summary, "properties": d.properties, "kind": d.kind, "rules": failed.rules,
+                       "diagnosis": d.to_json(), "report": d.format()}
+        out.append((entry.key, summary, changed, len(covered), time.perf_counter() - t))
+    return out
+
+
+def corpus_rows(ctx: Context) -> list[Row]:
+    """Replay the regression corpus: every program must conform and take the steps it took when recorded."""
+    from flightcheck.checks.conform.corpus import load
+
+    entries = load()
+    if not entries:
+        return [Row("conform", "corpus", False, "no corpus: build it with `flightcheck corpus --build`")]
+    if ctx.quick:  # each scenario under its own policy only
+        defaults = {n: {"release": s.policy.release, "publication": s.policy.publication, "leader_loss": s.policy.leader_loss}
+                    for n, s in SCENARIOS.items()}
+        entries = [e for e in entries if defaults.get(e.scenario) == e.policy]
+    chunks = [[e.to_json() for e in entries[k::ctx.jobs]] for k in range(ctx.jobs)]
+    results = [r for part in _parallel(_replay_entries, [(c, ctx.model) for c in chunks if c], ctx.jobs) for r in part]
+    by_scenario: dict[str, list] = {}
+    for key, failed, changed, covered, seconds in results:
+        by_scenario.setdefault(key.split()[0], []).append((key, failed, changed, covered, seconds))
+    rows = []
+    for name, parts in by_scenario.items():
+        failures = [(k, f) for k, f, _c, _n, _s in parts if f is not None]
+        changes = [(k, c) for k, _f, c, _n, _s in parts if c]
+        programs = sum(len(e.programs) for e in entries if e.scenario == name)
+        edges = sum(n for _k, _f, _c, n, _s in parts)
+        seconds = sum(s for *_x, s in parts)
+        if failures:
+            key, summary = failures[0]
+            rows.append(Row("conform", f"corpus {name}", False, f"{key}: {summary['summary']} "
+                            f"[{', '.join(summary['properties'])}]", seconds, {"failure": summary}))
+        elif changes:
+            key, lines = changes[0]
+            rows.append(Row("conform", f"corpus {name}", False, f"behaviour changed on the corpus ({key}, "
+                            f"{lines[0]}); if meant, rebuild it: flightcheck corpus --build", seconds,
+                            {"changed": {k: c for k, c in changes}}))
+        else:
+            rows.append(Row("conform", f"corpus {name}", True, f"{len(parts)} policies, {programs} programs, "
+                            f"{edges} spec edges taken, every step as recorded", seconds))
+    return rows
+
+
+def _seeded(args: tuple[str, str, int, str, float | None, int, str]) -> dict[str, Any]:
+    import flightcheck.impl  # noqa: F401 -- the fast BLAS first, in a fresh process
+    from flightcheck.checks.conform.campaign import run_programs, seeded_programs
+
+    release, publication, count, model, seconds, seed, save_dir = args
+    fixed = {"release": release, "publication": publication}
+    r = run_programs(seeded_programs(seed, count, fixed=fixed), model, seconds=seconds, save_dir=save_dir, seed=seed)
+    return {"ok": r.ok, "runs": r.runs, "steps": r.steps, "events": r.events, "seconds": r.seconds,
+            "failure": r.failure.to_json() if r.failure else None, "text": r.failure.format() if r.failure else None}
+
+
+def seeded_rows(ctx: Context) -> list[Row]:
+    """The seeded campaign (deterministic: the same programs every run), per release point and
+    publication; with ``--budget``, random programs beyond it from a seed printed with any failure."""
+    count = 15 if ctx.quick else 50
+    items = [(r, p, count, ctx.model, None, 0, str(ctx.save_dir)) for r in RELEASES for p in PUBLICATIONS]
+    if ctx.budget:
+        seed = int(time.time())
+        share = ctx.budget / len(items)
+        items += [(r, p, 10**6, ctx.model, share, seed, str(ctx.save_dir)) for r in RELEASES for p in PUBLICATIONS]
+    rows = []
+    for (release, publication, _n, _m, budget, seed, _d), r in zip(items, _parallel(_seeded, items, ctx.jobs)):
+        name = f"{'budget' if budget else 'seeded'} {release} {publication}" + (f" (seed {seed})" if budget else "")
+        if r["ok"]:
+            detail = f"{r['runs']} programs, {r['steps']} engine steps, {r['events']} events checked"
+        else:
+            d = r["failure"]["diagnosis"]
+            detail = f"{d['summary']} [{', '.join(d['properties'])}]"
+            if r["failure"].get("saved_to"):
+                detail += f"; replay: flightcheck conform --replay {r['failure']['saved_to']}"
+        rows.append(Row("conform", name, r["ok"], detail, r["seconds"],
+                        {"failure": r["failure"], "report": r["text"]} if not r["ok"] else {}))
+    return rows
+
+
+def conform_stage(ctx: Context) -> list[Row]:
+    """The engine against the spec: the corpus replayed, the seeded campaign, and the probe."""
+    from flightcheck.checks.conform.probe import probe
+
+    rows = corpus_rows(ctx) + seeded_rows(ctx)
+    t = time.perf_counter()
+    try:
+        none, single = probe("none"), probe("single-flight")
+        ok = set(none.computations_per_page) == {8} and set(single.computations_per_page) == {1} \
+            and none.conformed and single.conformed
+        detail = (f"computations per shared page: none {none.computations_per_page}, single-flight "
+                  f"{single.computations_per_page}")
+    except Exception as error:  # a probe that breaks is a failed row beside the campaigns, never all of them
+        ok, detail = False, f"the probe failed: {type(error).__name__}: {error}"
+    rows.append(Row("conform", "probe 8 cold identical requests", ok, detail, time.perf_counter() - t))
+    return rows
+
+
+def real_model_stage(ctx: Context) -> list[Row]:
+    """The real SmolLM2 engine: a short seeded lockstep campaign and the probe."""
+    from flightcheck.checks.conform.campaign import run_programs, seeded_programs
+    from flightcheck.checks.conform.engines import load_model
+    from flightcheck.checks.conform.probe import probe
+
+    load_model("smollm2")  # a bad model file stops the stage as a ModelFileError, not as a conformance failure
+    rows = []
+    r = run_programs(seeded_programs(0, 3), "smollm2", save_dir=ctx.save_dir, seed=0)
+    detail = (f"{r.runs} programs, {r.steps} engine steps, {r.events} events checked" if r.ok
+              else f"{r.failure.diagnosis.summary} [{', '.join(r.failure.diagnosis.properties)}]")
+    rows.append(Row("smollm2", "conform (seeded, short)", r.ok, detail, r.seconds,
+                    {"failure": r.failure.to_json()} if r.failure else {}))
+    t = time.perf_counter()
+    try:
+        none, single = probe("none", model="smollm2"), probe("single-flight", model="smollm2")
+        ok = set(none.computations_per_page) == {8} and set(single.computations_per_page) == {1}
+        detail = (f"computations per shared page: none {none.computations_per_page}, "
+                  f"single-flight {single.computations_per_page}")
+    except Exception as error:
+        ok, detail = False, f"the probe failed: {type(error).__name__}: {error}"
+    rows.append(Row("smollm2", "probe 8 cold identical requests", ok, detail, time.perf_counter() - t))
+    return rows
+
+
+def workload_stage(ctx: Context) -> list[Row]:
+    """Would single-flight pay on the real Mooncake traces? One configuration each (1 instance,
+    10,000 blocks, W_eff = 1 s, contiguous lookup); the row passes when per-instance counts reconcile
+    with the summary and the counts are the recorded ones, and its detail is the measured redundancy."""
+    from flightcheck.checks.workload.model import ModelConfig, prepare_trace, simulate
+    from flightcheck.checks.workload.trace import load_trace, shared_trace_path
+
+    rows = []
+    for name in ("conversation", "synthetic"):
+        t = time.perf_counter()
+        prepared = prepare_trace(load_trace(shared_trace_path(name)))
+        res = simulate(prepared, ModelConfig(w_eff_ms=1000.0, capacity_blocks=10_000))
+        whole = res.summary["all"]
+        parts = sum((inst.phases["all"] for inst in res.instances[1:]), res.instances[0].phases["all"])
+        ratio = whole.redundancy_ratio or 0.0
+        changed = ctx.expect.compare("workload", name, [whole.num_cold_attempts, whole.num_removable_attempts])
+        detail = (f"redundancy {ratio:.4%}: single-flight removes {whole.num_removable_attempts:,} of "
+                  f"{whole.num_cold_attempts:,} cold block loads")
+        rows.append(Row("workload", f"{name} W_eff=1s", parts == whole and not changed,
+                        (f"counts changed ({changed}); " if changed else "") + detail, time.perf_counter() - t))
+    return rows
+
+
+def rows_of(stages: Iterable[Callable[[Context], list[Row]]], ctx: Context) -> list[Row]:
+    """Every row of the given stages, in order (for tests and embedders)."""
+    return [row for stage in stages for row in stage(ctx)]

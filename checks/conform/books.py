@@ -1,0 +1,177 @@
+"""The engine's own books, checked at every event: what no spec slot holds must still add up.
+
+:func:`abstract_state` reads what the spec's layout names; this module reads everything else the
+engine keeps about a request, a flight or a page, and checks it against the other structures and
+against the figures the spec derives (:mod:`flightcheck.spec.pool`):
+
+- the waiting queue holds exactly the waiting requests, the running list exactly the running ones, once;
+- a blocked follower holds no page and no reservation and is listed by exactly its own flight; a
+  terminated request holds nothing (no page, no reservation, no place in a flight or the released set),
+  except a flight leader whose flight is being released or handed on in the same call;
+- the coordinator names only live requests (or that pending leader), indexes only open flights, each
+  under its leader's input, and never knows a request twice;
+- the pool's free list, cache and reference counts agree with each other and with every block table;
+  every cached page is a shareable page of some prompt the run has seen;
+- the free pages, each running request's block table and its remaining reservation equal the spec's.
+
+Each finding is one sentence naming the request, flight or page; an empty list means the books balance.
+
+For example::
+
+    >>> from flightcheck.impl.engine import Engine, EngineConfig
+    >>> from flightcheck.checks.conform.monitor import Monitor
+    >>> eng = Engine.tiny(EngineConfig(num_pages=16))
+    >>> mon = Monitor(eng)
+    >>> _ = eng.add_request([7] * 40)
+    >>> engine_books(eng, mon.tracker, mon.state)
+    []
+    >>> eng.scheduler.waiting.append(eng.scheduler.waiting[0])  # a request queued twice
+    >>> engine_books(eng, mon.tracker, mon.state)
+    ['the waiting queue holds r0 (engine 0) twice']
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from flightcheck.checks.conform.abstraction import computed_pages
+from flightcheck.impl.request import Phase
+from flightcheck.spec import pool as spec_pool
+
+
+def engine_books(engine: Any, tracker: Any, expected: Any) -> list[str]:
+    """Every way the engine's structures disagree with each other or with the spec's derived figures."""
+    sched = engine.scheduler
+    out: list[str] = []
+    name = _namer(tracker)
+    out += _queues(sched, name)
+    out += _requests(sched, name)
+    out += _coordinator(sched, name)
+    out += _pool(sched, tracker)
+    if tracker.spec is not None and tracker.spec.scenario.has_pool and not out:
+        out += _figures(sched, tracker, expected, name)
+    return out
+
+
+def _namer(tracker: Any):
+    def name(engine_id: Any) -> str:
+        i = tracker.index_of.get(engine_id)
+        return f"r{i} (engine {engine_id})" if i is not None else f"engine request {engine_id}"
+    return name
+
+
+def _queues(sched: Any, name) -> list[str]:
+    out = []
+    for label, queue, phases in (("waiting queue", list(sched.waiting), (Phase.WAITING,)),
+                                 ("running list", list(sched.running), (Phase.PREFILL, Phase.DECODE))):
+        counts = Counter(r.request_id for r in queue)
+        out += [f"the {label} holds {name(rid)} twice" for rid, k in counts.items() if k > 1]
+        out += [f"the {label} holds {name(r.request_id)}, which is {r.phase.value}"
+                for r in queue if r.phase not in phases]
+        out += [f"{name(rid)} is {r.phase.value} but not in the {label}"
+                for rid, r in sched.requests.items() if r.phase in phases and rid not in counts]
+    return out
+
+
+def _requests(sched: Any, name) -> list[str]:
+    coord = sched.coordinator
+    out = []
+    for rid, r in sched.requests.items():
+        flight = coord.flights.get(r.flight_id) if r.flight_id is not None else None
+        pending_leader = flight is not None and flight.leader_request_id == rid and not flight.is_leader_live
+        if not r.phase.is_live:
+            if r.block_table and not pending_leader:
+                out.append(f"{name(rid)} is {r.phase.value} but still holds pages {r.block_table}")
+            if r.num_pages_reserved:
+                out.append(f"{name(rid)} is {r.phase.value} but still reserves {r.num_pages_reserved} pages")
+            if rid in coord.released_request_ids:
+                out.append(f"{name(rid)} is {r.phase.value} but still in the released set")
+            out += [f"{name(rid)} is {r.phase.value} but still follows flight {fid}"
+                    for fid, fl in coord.flights.items() if rid in fl.follower_request_ids]
+        elif r.phase is Phase.BLOCKED:
+            if r.block_table or r.num_pages_reserved:
+                out.append(f"{name(rid)} is blocked but holds pages {r.block_table} or reserves {r.num_pages_reserved}")
+            lists = [fid for fid, fl in coord.flights.items() if rid in fl.follower_request_ids]
+            if lists != [r.flight_id]:
+                out.append(f"{name(rid)} is blocked on flight {r.flight_id} but listed by flights {lists}")
+        elif r.phase is Phase.WAITING and r.num_pages_reserved:
+            out.append(f"{name(rid)} is waiting but reserves {r.num_pages_reserved} pages")
+    return out
+
+
+def _coordinator(sched: Any, name) -> list[str]:
+    coord, reqs = sched.coordinator, sched.requests
+    out = []
+    for rid in coord.released_request_ids:
+        if rid not in reqs or not reqs[rid].phase.is_live:
+            out.append(f"the released set holds {name(rid)}, which is not live")
+    members: Counter = Counter()
+    for fid, fl in coord.flights.items():
+        leader = reqs.get(fl.leader_request_id)
+        if leader is None or (fl.is_leader_live != leader.phase.is_live):
+            out.append(f"flight {fid}'s leader {name(fl.leader_request_id)} is "
+                       f"{leader.phase.value if leader else 'unknown'} but the flight says "
+                       f"{'live' if fl.is_leader_live else 'gone'}")
+        if fl.is_leader_live:
+            members[fl.leader_request_id] += 1
+        for rid in fl.follower_request_ids:
+            members[rid] += 1
+        if coord.index.get(fl.input_token_ids) != fid:
+            out.append(f"flight {fid} is open but its input is not indexed to it")
+    for rid, k in members.items():
+        if k > 1:
+            out.append(f"{name(rid)} belongs to {k} flights")
+        if rid in coord.released_request_ids:
+            out.append(f"{name(rid)} is both in a flight and in the released set")
+    for fid in coord.index.values():
+        if fid not in coord.flights:
+            out.append(f"the index names flight {fid}, which is not open")
+    return out
+
+
+def _pool(sched: Any, tracker: Any) -> list[str]:
+    pool = sched.pool
+    out = []
+    try:
+        pool.check_invariants()
+    except AssertionError as error:
+        out.append(f"the page pool is inconsistent: {error}")
+    refs: Counter = Counter()
+    for r in sched.requests.values():
+        refs.update(r.block_table)
+    for page in pool.pages:
+        if page.ref_count != refs.get(page.page_id, 0):
+            out.append(f"page {page.page_id} has {page.ref_count} references but {refs.get(page.page_id, 0)} "
+                       "block tables hold it")
+    for key in pool.cached:
+        if key not in tracker.key_slot:
+            out.append(f"page key {key} is cached, but it is no shareable page of any prompt seen")
+    return out
+
+
+def _figures(sched: Any, tracker: Any, expected: Any, name) -> list[str]:
+    spec = tracker.spec
+    s = spec.view(expected)
+    size = sched.page_size
+    out = []
+    planned = 0
+    for rid, r in sched.requests.items():
+        i = tracker.index_of.get(rid)
+        if i is None or r.phase not in (Phase.PREFILL, Phase.DECODE):
+            continue
+        table = computed_pages(r, size)
+        ahead = len(r.block_table) - table
+        planned += max(ahead, 0)
+        want_table = spec_pool.block_table(spec, s, i)
+        if spec_pool.is_running(s, i) and table != want_table:
+            out.append(f"{name(rid)}'s block table covers {table} pages of computed K/V, the spec's {want_table}")
+        want_reserved = spec_pool.reserved(spec, s, i)
+        if r.num_pages_reserved + max(ahead, 0) != want_reserved:
+            out.append(f"{name(rid)} reserves {r.num_pages_reserved} more pages (and planned {max(ahead, 0)}), "
+                       f"the spec {want_reserved}")
+    free, want_free = sched.pool.num_free + planned, spec_pool.free_pages(spec, s)
+    if free != want_free:
+        out.append(f"the pool has {sched.pool.num_free} free pages ({planned} more planned for this step), "
+                   f"the spec {want_free}")
+    return out

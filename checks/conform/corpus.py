@@ -1,0 +1,204 @@
+"""The regression corpus: client programs that make the engine's own scheduling take every spec edge it can.
+
+For each default scenario and policy, :func:`build` explores the spec's graph, then searches for client
+programs (arrival order, which requests arrive, holds, aborts of every role, bogus notices, expiries,
+failing forward passes, pool and ``max_tokens`` choices) that steer the real engine onto edges no kept
+program has visited yet: fresh random programs and mutations of kept ones (coverage-guided, as a fuzzer
+keeps the inputs that reach new code). Every kept program is one that added an edge, so the corpus is a
+small set that covers what the search reached; it is written to ``checks/conform/corpus.json`` and
+``flightcheck check`` replays it first, deterministically, before its seeded campaign.
+
+For example::
+
+    >>> entry = build("burst2", {"release": "after-prefill", "publication": "incremental"}, seconds=2, seed=0)
+    >>> entry.num_covered <= entry.num_edges and len(entry.programs) >= 1
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from flightcheck.checks.conform.generate import random_ops, scenario_program
+from flightcheck.checks.conform.program import Program
+from flightcheck.checks.conform.runner import RunOutcome, run_program
+
+CORPUS_PATH = Path(__file__).with_name("corpus.json")
+
+
+@dataclass
+class CorpusEntry:
+    """The kept programs of one scenario and policy, and the edges they cover."""
+
+    scenario: str
+    policy: dict[str, Any]
+    programs: list[Program]
+    traces: list[list[str]] = field(default_factory=list)  # the spec actions each program's run took when kept
+    num_edges: int = 0
+    num_covered: int = 0
+    missed: dict[str, int] = field(default_factory=dict)  # unvisited edges by the rule that explains them
+
+    @property
+    def key(self) -> str:
+        """``scenario policy-values``, e.g. ``burst2 after-prefill incremental``."""
+        return " ".join([self.scenario] + [str(v) for v in self.policy.values()])
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready form."""
+        return {"scenario": self.scenario, "policy": self.policy, "edges": self.num_edges,
+                "covered": self.num_covered, "missed": self.missed,
+                "programs": [dict(p.to_json(), trace=" ".join(tr)) for p, tr in zip(self.programs, self.traces)]}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "CorpusEntry":
+        """Read an entry back."""
+        return cls(obj["scenario"], dict(obj["policy"]), [Program.from_json(p) for p in obj["programs"]],
+                   [p.get("trace", "").split() for p in obj["programs"]], obj.get("edges", 0), obj.get("covered", 0),
+                   dict(obj.get("missed", {})))
+
+
+def edges_of(outcome: RunOutcome) -> set[tuple]:
+    """The explored-graph edges ``(state, next state)`` (symmetry representatives) a run walked."""
+    spec = outcome.spec
+    if spec is None:
+        return set()
+    from flightcheck.spec.actions import parse_action
+
+    sym = spec.symmetry()
+    out, s = set(), spec.initial()
+    cs = sym.canonical(s)[0]
+    for text in outcome.actions:
+        s = spec.apply(s, parse_action(text))
+        ct = sym.canonical(s)[0]
+        out.add((cs, ct))
+        cs = ct
+    return out
+
+
+def _mutate(rng: random.Random, program: Program) -> Program:
+    ops = list(program.ops)
+    extra = list(random_ops(rng, len(program.setup.templates), ("hold", "abort", "notify", "expire", "fault"),
+                            length=3))
+    kind = rng.random()
+    if kind < 0.4 and ops:
+        k = rng.randrange(len(ops) + 1)
+        ops[k:k] = [op for op in extra if op[0] != "arrive"][:1] or [("step", 1)]
+    elif kind < 0.7 and len(ops) > 1:
+        k = rng.randrange(len(ops))
+        if ops[k][0] != "arrive":
+            del ops[k]
+    elif len(ops) > 1:
+        a, b = rng.randrange(len(ops)), rng.randrange(len(ops))
+        ops[a], ops[b] = ops[b], ops[a]
+    return program.with_ops(ops)
+
+
+def build(scenario: str, policy: dict[str, Any], *, seconds: float = 60.0, seed: int = 0,
+          patience: int = 400, model: str = "tiny") -> CorpusEntry:
+    """Search for programs covering the scenario's edges; stop after ``seconds`` or ``patience`` misses."""
+    from flightcheck.checks.explore.explorer import explore
+    from flightcheck.spec.model import FlightSpec
+    from flightcheck.spec.scenario import SCENARIOS
+
+    scn = SCENARIOS[scenario].with_policy(**policy)
+    graph = explore(FlightSpec(scn)).graph
+    all_edges = set(graph.edges)
+    rng = random.Random(f"{scenario}:{sorted(policy.items())}:{seed}")
+    kept: list[Program] = []
+    traces: list[list[str]] = []
+    covered: set = set()
+    misses, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds and misses < patience and covered != all_edges:
+        program = _mutate(rng, rng.choice(kept)) if kept and rng.random() < 0.5 else scenario_program(rng, scenario, policy)
+        out = run_program(program, model)
+        if not out.ok:
+            raise AssertionError(f"a corpus candidate fails on the engine: {out.diagnosis.summary}\n"
+                                 + "\n".join(out.rules))
+        new = (edges_of(out) & all_edges) - covered
+        if new:
+            kept.append(out.program)
+            traces.append(out.actions)
+            covered |= new
+            misses = 0
+        else:
+            misses += 1
+    return CorpusEntry(scenario, dict(policy), kept, traces, len(all_edges), len(covered),
+                       missed_by_reason(graph, covered, FlightSpec(scn)))
+
+
+def missed_by_reason(graph: Any, covered: set, spec: Any) -> dict[str, int]:
+    """How many of the graph's edges the runs missed, by the step-loop rule that explains each
+    (:mod:`flightcheck.checks.conform.reach`), most first."""
+    from flightcheck.checks.conform.reach import explain_missed
+
+    counts = {rule: len(edges) for rule, edges in explain_missed(graph, covered, spec).items()}
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def replay(entry: CorpusEntry, model: str = "tiny") -> tuple[RunOutcome | None, list[str], set]:
+    """Run every program of ``entry``: the first failing run (or None), how the engine's behaviour
+    differs from the trace recorded when the corpus was built (one line per program that changed), and
+    the explored-graph edges the runs covered."""
+    changed, covered = [], set()
+    for n, (program, trace) in enumerate(zip(entry.programs, entry.traces), 1):
+        out = run_program(program, model)
+        if not out.ok:
+            return out, changed, covered
+        covered |= edges_of(out)
+        if trace and out.actions != trace:
+            k = next((j for j, (a, b) in enumerate(zip(trace, out.actions)) if a != b), min(len(trace), len(out.actions)))
+            was = trace[k] if k < len(trace) else "the end"
+            now = out.actions[k] if k < len(out.actions) else "the end"
+            changed.append(f"program {n}: event {k + 1} was {was}, is now {now}")
+    return None, changed, covered
+
+
+def save(entries: Iterable[CorpusEntry], path: Path = CORPUS_PATH) -> Path:
+    """Write the corpus (one JSON document, entries in order)."""
+    path.write_text(json.dumps({"entries": [e.to_json() for e in entries]}, separators=(",", ":")) + "\n")
+    return path
+
+
+def load(path: Path = CORPUS_PATH) -> list[CorpusEntry]:
+    """Read the corpus; an absent file is an empty corpus."""
+    if not path.is_file():
+        return []
+    return [CorpusEntry.from_json(e) for e in json.loads(path.read_text())["entries"]]
+
+
+def _policy_of(scn: Any) -> dict[str, Any]:
+    p = scn.policy
+    return {"release": p.release, "publication": p.publication, "leader_loss": p.leader_loss}
+
+
+def grid() -> list[tuple[str, dict[str, Any]]]:
+    """Every default scenario under every policy of its grid: what the corpus covers."""
+    from flightcheck.spec.scenario import SCENARIOS, policy_grid
+
+    return [(name, _policy_of(s)) for name, scn in SCENARIOS.items() for s in policy_grid(scn)]
+
+
+def _build_one(args: tuple) -> CorpusEntry:
+    name, policy, seconds, seed = args
+    import flightcheck.impl  # noqa: F401 -- the fast BLAS before anything imports MLX, in a fresh process
+    return build(name, policy, seconds=seconds, seed=seed)
+
+
+def build_all(*, seconds: float = 20.0, seed: int = 0, jobs: int = 2, only: list[str] | None = None,
+              progress: Any = None) -> list[CorpusEntry]:
+    """Build the entry of every (scenario, policy) of :func:`grid` (``only``: those scenarios), ``jobs`` at a time."""
+    import multiprocessing
+
+    todo = [(n, p, seconds, seed) for n, p in grid() if only is None or n in only]
+    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        entries = []
+        for entry in pool.imap(_build_one, todo):
+            entries.append(entry)
+            if progress is not None:
+                progress(entry)
+    return entries

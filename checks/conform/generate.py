@@ -1,0 +1,136 @@
+"""Random conformance programs from a seed: the same seed gives the same programs, so the same verdict.
+
+:func:`random_program` draws a free program: a policy (coordination, release point, publication,
+leader-loss policy, prefix caching), capacity, prefill budget, a pool from tight (evictions, admission
+waiting for memory) to roomy, an optional follower wait bound, prompt classes of every shape (shorter
+than a page, whole pages, a tail), templates with their ``max_tokens``, and then client operations
+with a swarm of kinds switched off (so some runs are all aborts, others all holds). :func:`scenario_program`
+draws a program bound to a default scenario: its requests, its policy and pool, and only the client
+operations its options allow, so the run lands on the scenario's explored graph.
+
+For example::
+
+    >>> import random
+    >>> a = random_program(random.Random(7))
+    >>> b = random_program(random.Random(7))
+    >>> a == b, len(a.setup.templates) >= 1
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import random
+
+from flightcheck.checks.conform.program import KINDS, Op, Program, Setup, Template
+from flightcheck.checks.conform.prompts import class_tokens, lifetime_pages, request_tokens
+from flightcheck.impl.pages import PAGE_SIZE
+from flightcheck.spec.scenario import LEADER_LOSSES, PUBLICATIONS, RELEASES, SCENARIOS
+
+# How often each client operation is drawn (before the swarm switches some kinds off).
+WEIGHTS = {"arrive": 3.0, "step": 4.0, "abort": 1.0, "notify": 0.5, "hold": 1.0, "resume": 0.6, "expire": 0.7,
+           "fault": 0.5}
+OPTIONAL = ("abort", "notify", "hold", "expire", "fault")
+
+
+def random_setup(rng: random.Random, *, fixed: dict | None = None) -> Setup:
+    """A free engine setup; ``fixed`` pins any config field (e.g. ``{"release": "on-completion"}``)."""
+    fixed = dict(fixed or {})
+    coordination = rng.choice(("single-flight", "single-flight", "none"))
+    caching = coordination == "single-flight" or rng.random() < 0.75
+    capacity = rng.randint(1, 3)
+    shapes = []
+    for c in range(rng.randint(1, 3)):
+        pages = rng.randint(0, 3)
+        tail = rng.choice((1, 9, 15)) if pages == 0 else rng.choice((0, 1, 9, 15))
+        shapes.append(PAGE_SIZE * pages + tail)
+    templates = []
+    for t in range(rng.randint(1, 4)):
+        c = t % len(shapes)
+        tokens = tuple(class_tokens(c, shapes[c], 256))
+        templates.append(Template(tokens, rng.randint(1, 4), f"P{c}:{len(tokens)}"))
+    lifetime = max(lifetime_pages(len(t.tokens), t.max_tokens) for t in templates)
+    config = {
+        "coordination": coordination, "release": rng.choice(RELEASES), "publication": rng.choice(PUBLICATIONS),
+        "leader_loss": rng.choice(LEADER_LOSSES), "prefix_caching": caching, "max_running": capacity,
+        "prefill_chunk_pages": rng.choice((1, 2, 64)), "num_pages": rng.randint(lifetime, lifetime * capacity + 3),
+        "follower_wait_bound": rng.choice((None, None, None, 1, 3)),
+    }
+    config.update(fixed)
+    if config["coordination"] == "single-flight":
+        config["prefix_caching"] = True
+    return Setup(config, tuple(templates))
+
+
+def random_ops(rng: random.Random, num_templates: int, allowed: tuple[str, ...] = OPTIONAL, *,
+               length: int | None = None, once: bool = False) -> tuple[Op, ...]:
+    """Client operations; ``once``: each template arrives at most once (scenario-bound runs)."""
+    kinds = [k for k in allowed if rng.random() < 0.7]  # swarm testing: some kinds off for the whole run
+    names = ["arrive", "step"] + kinds
+    weights = [WEIGHTS[n] for n in names]
+    pending = list(range(num_templates))
+    rng.shuffle(pending)
+    ops: list[Op] = []
+    for _ in range(length or rng.randint(4, 28)):
+        name = rng.choices(names, weights)[0]
+        if name == "arrive":
+            if once and not pending:
+                continue
+            t = pending.pop() if once else rng.randrange(num_templates)
+            ops.append(("arrive", t, rng.choice((0.0, 0.0, 0.8)), rng.randint(0, 3)))
+        elif name == "step":
+            ops.append(("step", rng.choice((1, 1, 1, 2, 3))))
+        elif name in ("abort", "fault", "hold"):
+            ops.append((name, rng.choice(KINDS), rng.randint(0, 3)))
+        elif name == "notify":
+            ops.append(("notify", rng.choice(("unknown", "terminated")), rng.randint(0, 5)))
+        else:
+            ops.append((name, rng.randint(0, 3)))
+    if once:
+        ops += [("arrive", t, 0.0, 0) for t in pending]  # every request of the scenario does arrive
+    return tuple(ops)
+
+
+def random_program(rng: random.Random, *, fixed: dict | None = None) -> Program:
+    """A free program: a random setup and random operations."""
+    setup = random_setup(rng, fixed=fixed)
+    return Program(setup, random_ops(rng, len(setup.templates)))
+
+
+def scenario_setup(rng: random.Random, name: str, policy: dict | None = None) -> Setup:
+    """A setup bound to default scenario ``name`` (under ``policy`` changes): its requests as templates.
+
+    With a pool the engine's pool is the scenario's and every request keeps its full decode bound and
+    tail (memory depends on both); without one, requests may finish earlier, tails vary, and the pool is
+    tight enough to evict only where the scenario allows background eviction."""
+    from flightcheck.checks.conform.policy_map import config_of
+
+    scn = SCENARIOS[name].with_policy(**(policy or {}))
+    templates = []
+    tails = {c: rng.choice((1, 5, 15)) for c in scn.classes}
+    for r in scn.requests:
+        if scn.has_pool:
+            tokens, max_tokens = request_tokens(r, r.tail_tokens), r.num_decode + 1
+        else:
+            tokens, max_tokens = request_tokens(r, tails[r.cls]), rng.randint(1, r.num_decode + 1)
+        templates.append(Template(tuple(tokens), max_tokens, f"P{scn.classes.index(r.cls)}:{len(tokens)}"))
+    lifetimes = [lifetime_pages(len(t.tokens), t.max_tokens) for t in templates]
+    roomy = sum(lifetimes) + sum(r.num_shareable for r in scn.requests) + 2
+    if scn.has_pool:
+        num_pages = scn.num_pages
+    elif scn.eviction:
+        num_pages = rng.randint(max(lifetimes), roomy)
+    else:
+        num_pages = roomy
+    config = config_of(scn.policy, num_pages)
+    fields = {k: getattr(config, k) for k in ("coordination", "release", "publication", "leader_loss", "prefix_caching",
+                                              "max_running", "prefill_chunk_pages", "num_pages")}
+    return Setup(fields, tuple(templates), name, dict(policy or {}))
+
+
+def scenario_program(rng: random.Random, name: str, policy: dict | None = None) -> Program:
+    """A program bound to default scenario ``name``: only the client operations its options allow."""
+    scn = SCENARIOS[name]
+    allowed = ("hold",) + (("abort",) if scn.aborts else ()) + (("notify",) if scn.notifications else ()) \
+        + (("expire",) if scn.expiry else ()) + (("fault",) if scn.failures else ())
+    setup = scenario_setup(rng, name, policy)
+    return Program(setup, random_ops(rng, len(setup.templates), allowed, once=True))

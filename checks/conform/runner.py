@@ -1,0 +1,314 @@
+"""Running a conformance program against the real engine, every event checked by the online monitor.
+
+:class:`ProgramRun` builds the engine a :class:`~flightcheck.checks.conform.program.Setup` describes, puts
+a :class:`~flightcheck.checks.conform.monitor.Monitor` on it (bound to the setup's scenario when it has
+one, so every state lands on that scenario's explored graph), and executes operations one at a time:
+the Hypothesis machine calls :meth:`ProgramRun.execute` rule by rule, :func:`run_program` runs a whole
+program. After every operation the engine's abstract state is compared with the spec's; a step that
+does nothing while requests are live is a deadlock; a bogus termination notice must be refused with the
+engine's state unchanged; at the end the engine is drained and every request must terminate.
+
+Whatever goes wrong becomes a :class:`~flightcheck.checks.conform.diagnosis.Diagnosis` in the outcome;
+nothing the engine raises escapes, and a failure found while draining is a failure like any other.
+
+For example::
+
+    >>> from flightcheck.checks.conform.program import Program, Setup, Template
+    >>> setup = Setup({"max_running": 2, "num_pages": 8, "prefill_chunk_pages": 1}, (Template((3,) * 40, 2, "A"),))
+    >>> out = run_program(Program(setup, (("arrive", 0, 0.0, 0), ("arrive", 0, 0.0, 1), ("step", 3))))
+    >>> out.ok, out.actions[:4]
+    (True, ['arrive(0)', 'arrive(1)', 'admit(0)', 'prefill(0)'])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
+from flightcheck.checks.conform.engines import build_engine
+from flightcheck.checks.conform.monitor import Monitor
+from flightcheck.checks.conform.program import KINDS, Op, Program, Setup, describe_op
+from flightcheck.impl.config import EngineConfig
+from flightcheck.impl.errors import EngineError, UnknownRequestError
+from flightcheck.impl.sampling import SamplingParams
+
+MAX_DRAIN_STEPS = 300
+FEATURES = ("followers_released", "leaders_lost_in_prefill", "capacity_full", "evictions", "aborts",
+            "promotions", "expiries", "failures", "pins")
+
+
+@dataclass
+class RunOutcome:
+    """What one run did and found: the diagnosis (None when it conformed), the rules as people read
+    them, the spec actions the engine took, and counts."""
+
+    program: Program
+    diagnosis: Diagnosis | None
+    rules: list[str]
+    actions: list[str]
+    steps: int = 0
+    events: int = 0
+    features: dict[str, int] = field(default_factory=dict)
+    spec: Any = None
+
+    @property
+    def ok(self) -> bool:
+        """The engine conformed throughout."""
+        return self.diagnosis is None
+
+
+class ProgramRun:
+    """One engine under its monitor, driven operation by operation."""
+
+    def __init__(self, setup: Setup, model: str = "tiny") -> None:
+        self.setup = setup
+        self.config = EngineConfig(**setup.config)
+        self.engine = build_engine(model, self.config)
+        scenario = policy = None
+        if setup.scenario is not None:
+            from flightcheck.spec.scenario import SCENARIOS
+            from flightcheck.checks.conform.policy_map import policy_of
+            scenario = SCENARIOS[setup.scenario].with_policy(**setup.policy) if setup.policy else SCENARIOS[setup.scenario]
+            policy = policy_of(self.config)
+        self.monitor = Monitor(self.engine, policy, scenario=scenario)
+        self.rules: list[str] = [setup.describe()]
+        self.ops: list[Op] = []
+        self.steps = 0
+        self.features = {k: 0 for k in FEATURES}
+        self.diagnosis: Diagnosis | None = None
+        self.arrived: set[int] = set()
+
+    # --- selectors --------------------------------------------------------------------------------------
+    def live(self, kind: str) -> list[int]:
+        """IDs of the live requests of ``kind`` (leader, follower, waiting, running, any; held, holdable,
+        blocked, terminated), in ID order."""
+        sched = self.engine.scheduler
+        out = []
+        for rid, req in sched.requests.items():
+            ph = req.phase.value
+            if kind == "terminated":
+                ok = not req.phase.is_live
+            elif not req.phase.is_live:
+                ok = False
+            elif kind == "leader":
+                ok = sched.leads_open_flight(req)
+            elif kind in ("follower", "blocked"):
+                ok = ph == "blocked"
+            elif kind == "waiting":
+                ok = ph == "waiting"
+            elif kind == "running":
+                ok = ph in ("prefill", "decode")
+            elif kind == "held":
+                ok = req.is_held
+            elif kind == "holdable":
+                ok = not req.is_held and ph in ("waiting", "prefill", "blocked")
+            else:
+                ok = True
+            if ok:
+                out.append(rid)
+        return out
+
+    def _pick(self, kind: str, k: int) -> int | None:
+        ids = self.live(kind)
+        return ids[k % len(ids)] if ids else None
+
+    # --- operations -------------------------------------------------------------------------------------
+    def execute(self, op: Op) -> bool:
+        """Run one operation; False when it did not apply (nothing to select). Raises ConformanceError
+        with the diagnosis on a failure (also kept in ``self.diagnosis``)."""
+        op = tuple(op)
+        self.ops.append(op)
+        name = op[0]
+        try:
+            done = getattr(self, "_op_" + name)(*op[1:])
+            if done:
+                self._guard("the state check", self.monitor.check)
+            return done
+        except ConformanceError as error:
+            self.diagnosis = self.diagnosis or error.diagnosis
+            raise ConformanceError(self.diagnosis) from None
+
+    def _op_arrive(self, t: int, temperature: float, seed: int) -> bool:
+        if t >= len(self.setup.templates) or (self.setup.scenario is not None and t in self.arrived):
+            return False
+        tpl = self.setup.templates[t]
+        if self.setup.scenario is not None:
+            self.monitor.tracker.next_index = t  # scenario-bound: template t is spec request t
+        self.arrived.add(t)
+        params = SamplingParams(temperature=temperature, seed=seed, max_tokens=tpl.max_tokens)
+        self.rules.append(describe_op(("arrive", t, temperature, seed)))  # first: it shows even if the arrival breaks
+        rid = self._guard("arrive", lambda: self.engine.add_request(list(tpl.tokens), params))
+        self.rules[-1] += f" -> request {rid}"
+        return True
+
+    def _op_step(self, n: int) -> bool:
+        for _ in range(max(1, int(n))):
+            self.rules.append("step()")
+            self._step()
+        return True
+
+    def _step(self) -> None:
+        sched = self.engine.scheduler
+        before = len(self.engine.events.events)
+        live = self.engine.has_unfinished()
+        if len(sched.running) >= self.config.max_running and sched.waiting:
+            self.features["capacity_full"] += 1
+        self._guard("step", self.engine.step)
+        self.steps += 1
+        new = self.engine.events.events[before:]
+        for ev in new:
+            a = ev["action"]
+            if a == "release":
+                self.features["followers_released"] += len(ev["followers"])
+            elif a in ("promote", "expire", "evict"):
+                self.features[{"promote": "promotions", "expire": "expiries", "evict": "evictions"}[a]] += 1
+            elif a == "fail":
+                self.features["failures"] += 1
+        if live and not new and not self.live("held"):
+            spec = self.monitor.spec
+            pending = [str(a) for a in spec.enabled(self.monitor.state) if spec.is_engine(a)]
+            names = ", ".join(f"r{self.monitor.tracker.index_of[r]}" for r in self.live("any"))
+            raise ConformanceError(Diagnosis(
+                "stuck", "the engine took a step that did nothing while requests are live",
+                last_state=self._last_state(),
+                reasons=[f"live: {names}", "engine steps the spec still allows: " + (", ".join(pending) or "none")],
+                properties=["no_deadlock"],
+                notes=["no engine step happens although requests are live: they can never terminate"]))
+
+    def _op_abort(self, kind: str, k: int) -> bool:
+        rid = self._pick(kind if kind in KINDS else "any", k)
+        if rid is None:
+            return False
+        req = self.engine.scheduler.requests[rid]
+        if self.engine.scheduler.leads_open_flight(req) and req.phase.value == "prefill":
+            self.features["leaders_lost_in_prefill"] += 1
+        self.rules.append(f"abort(request {rid}, a {kind} in {req.phase.value})")
+        self.features["aborts"] += 1
+        self._guard("abort", lambda: self.engine.abort(rid))
+        return True
+
+    def _op_fault(self, kind: str, k: int) -> bool:
+        ids = [r for r in self.live(kind if kind in KINDS else "any") if r in self.live("running")]
+        if not ids:
+            return False
+        rid = ids[k % len(ids)]
+        self.rules.append(f"fault(request {rid}: its next forward pass fails)")
+        self._guard("fault", lambda: self.engine.inject_fault(rid))
+        return True
+
+    def _op_expire(self, k: int) -> bool:
+        rid = self._pick("blocked", k)
+        if rid is None:
+            return False
+        self.rules.append(f"expire(request {rid})")
+        self._guard("expire", lambda: self.engine.expire(rid))
+        return True
+
+    def _op_hold(self, kind: str, k: int) -> bool:
+        ids = [r for r in self.live(kind if kind in KINDS else "any") if r in self.live("holdable")]
+        if not ids:
+            return False
+        rid = ids[k % len(ids)]
+        self.engine.hold(rid)
+        self.rules.append(f"hold(request {rid})")
+        return True
+
+    def _op_resume(self, k: int) -> bool:
+        rid = self._pick("held", k)
+        if rid is None:
+            return False
+        self.engine.resume(rid)
+        self.rules.append(f"resume(request {rid})")
+        return True
+
+    def _op_notify(self, kind: str, k: int) -> bool:
+        sched = self.engine.scheduler
+        if kind == "terminated":
+            rid = self._pick("terminated", k)
+            if rid is None:
+                return False
+        else:
+            rid = len(sched.requests) + abs(int(k)) % 6
+        self.rules.append(f"notify(request {rid}, {kind})")
+        before = self.engine.snapshot()
+        try:
+            self.engine.notify_termination(rid)
+        except UnknownRequestError:
+            pass
+        except ConformanceError:
+            raise
+        except Exception as error:
+            raise ConformanceError(Diagnosis("error", f"the engine raised {type(error).__name__} on a termination "
+                                             f"notice for {rid}: {error}", last_state=self._last_state()))
+        else:
+            raise ConformanceError(Diagnosis(
+                "termination", f"a termination for {kind} ID {rid} was accepted",
+                last_state=self._last_state(), reasons=["the engine raised nothing"],
+                properties=["termination_validated"],
+                notes=["the spec's coordinator rejects a termination of an ID it does not know "
+                       "(the design variant no-unknown-check accepts it)"]))
+        if self.engine.snapshot() != before:
+            raise ConformanceError(Diagnosis("error", f"the rejected termination of {rid} changed the engine's state",
+                                             last_state=self._last_state(), properties=["termination_validated"],
+                                             reasons=["engine.snapshot() differs before and after"]))
+        return True
+
+    # --- the end ----------------------------------------------------------------------------------------
+    def drain(self) -> None:
+        """Resume held requests and step until every request terminated; raises ConformanceError."""
+        try:
+            for rid in self.live("held"):
+                self.engine.resume(rid)
+            for _ in range(MAX_DRAIN_STEPS):
+                if not self.engine.has_unfinished():
+                    break
+                self.rules.append("step()  [drain]")
+                self._step()
+                self._guard("the state check", lambda: self.monitor.check("after draining"))
+            else:
+                raise ConformanceError(Diagnosis("stuck", f"requests are still live after {MAX_DRAIN_STEPS} drain steps",
+                                                 last_state=self._last_state(), properties=["eventually_terminates"]))
+            self._guard("the engine's own invariants", self.engine.check_invariants)
+        except ConformanceError as error:
+            self.diagnosis = self.diagnosis or error.diagnosis
+            raise ConformanceError(self.diagnosis) from None
+
+    def outcome(self) -> RunOutcome:
+        """The run so far as a :class:`RunOutcome`."""
+        self.features["pins"] = self.engine.counters["num_pinned_pages"]
+        return RunOutcome(Program(self.setup, tuple(self.ops)), self.diagnosis, list(self.rules),
+                          list(self.monitor.validator.actions), self.steps, len(self.engine.events.events),
+                          dict(self.features), self.monitor.spec)
+
+    # --- plumbing ---------------------------------------------------------------------------------------
+    def _guard(self, what: str, fn: Any) -> Any:
+        try:
+            return fn()
+        except ConformanceError:
+            raise
+        except (UnknownRequestError, EngineError, Exception) as error:  # the engine broke: the same form
+            if self.monitor.failure is not None:
+                raise ConformanceError(self.monitor.failure) from None
+            raise ConformanceError(Diagnosis("error", f"the engine raised {type(error).__name__} during {what}: {error}",
+                                             last_state=self._last_state())) from None
+
+    def _last_state(self) -> Any:
+        m = self.monitor
+        return m.spec.describe(m.state) if m.spec is not None else None
+
+
+def run_program(program: Program, model: str = "tiny", *, drain: bool = True) -> RunOutcome:
+    """Run a whole program (then drain the engine); the outcome carries any diagnosis."""
+    try:
+        run = ProgramRun(program.setup, model)
+    except (TypeError, ValueError) as error:  # EngineConfig refused the setup: the program is malformed
+        raise ValueError(f"the program's setup is not an engine configuration: {error}") from None
+    try:
+        for op in program.ops:
+            run.execute(op)
+        if drain:
+            run.drain()
+    except ConformanceError:
+        pass
+    return run.outcome()

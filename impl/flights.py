@@ -1,0 +1,189 @@
+"""A flight's whole life in the scheduler: release, promotion, expiry, and the ends of a request.
+
+The scheduler mixes this in. Every command is the command half of a guard/command pair named after the
+spec action it performs (``can_release``/``release``, ``can_promote``/``promote``,
+``can_expire``/``expire``, ``finish``, ``abort``, ``fail``), and emits that action's event after its
+changes, so an observer comparing the engine with the spec after each event sees the state the spec's
+action leads to.
+
+Why pins: a released (or expired, or promoted) follower takes references on the pages its leader holds
+before it is admitted, so nothing can evict them in between (the checker found that without pins two
+followers may both prefill a page evicted after their leader finished). A leader that terminates with
+its flight open keeps its cached pages until the flight is released or handed on, in the same call;
+its private pages go at once.
+"""
+
+from __future__ import annotations
+
+import time
+
+from flightcheck.impl.coordinator import Termination
+from flightcheck.impl.errors import EngineError
+from flightcheck.impl.request import Phase, Request
+
+
+class FlightLifecycle:
+    """The flight commands of :class:`~flightcheck.impl.scheduler.Scheduler` (a mixin: it uses the
+    scheduler's ``config``, ``coordinator``, ``pool``, ``requests``, ``waiting``, ``running``,
+    ``counters`` and ``events``)."""
+
+    # --- who holds what ------------------------------------------------------------------------
+    def leads_open_flight(self, request: Request) -> bool:
+        """``request`` leads an open flight (live or just terminated)."""
+        flight = self.coordinator.flights.get(request.flight_id) if request.flight_id is not None else None
+        return flight is not None and flight.leader_request_id == request.request_id
+
+    @staticmethod
+    def held_pages(request: Request) -> list[int]:
+        """The cached pages a request holds references on, from the front of its prompt (its pins while
+        waiting, its hits and published pages while running, what a terminated leader kept)."""
+        return request.block_table[:request.num_published]
+
+    def _pin(self, request: Request, pages: list[int]) -> None:
+        """``request`` goes to admission holding references on ``pages``."""
+        self.pool.acquire(pages)
+        request.block_table = list(pages)
+        request.num_published = len(pages)
+        request.phase = Phase.WAITING
+        self.waiting.append(request)
+        self.counters.num_pinned_pages += len(pages)
+
+    # --- release -------------------------------------------------------------------------------
+    def can_release(self, flight_id: int) -> bool:
+        """After-prefill: the leader's prefill is done and all its shareable pages are published;
+        any release point: the leader has terminated (then ``release`` is called at once)."""
+        flight = self.coordinator.flights.get(flight_id)
+        if flight is None:
+            return False
+        if not flight.is_leader_live:
+            return True
+        leader = self.requests[flight.leader_request_id]
+        return (self.config.release == "after-prefill" and leader.is_prefill_done
+                and leader.num_published >= leader.num_shareable)
+
+    def release(self, flight_id: int, reason: str) -> None:
+        """Closes the flight: its followers pin what the leader holds and go to admission; a terminated
+        leader's kept pages are dropped."""
+        assert self.can_release(flight_id)
+        leader = self.requests[self.coordinator.flights[flight_id].leader_request_id]
+        pins = self.held_pages(leader)
+        follower_ids = self.coordinator.release(flight_id)
+        for request_id in follower_ids:
+            self._pin(self.requests[request_id], pins)
+        if not leader.phase.is_live:
+            self.pool.drop(leader.block_table)
+            leader.block_table = []
+        self.counters.num_followers_released += len(follower_ids)
+        self.events.emit("release", flight=flight_id, leader=leader.request_id, followers=follower_ids, reason=reason)
+
+    # --- promote -------------------------------------------------------------------------------
+    def can_promote(self, flight_id: int) -> int | None:
+        """Under leader loss "promote": the follower a lost leader's flight goes to, or None."""
+        if self.config.leader_loss != "promote":
+            return None
+        flight = self.coordinator.flights.get(flight_id)
+        if flight is None or self.requests[flight.leader_request_id].phase is Phase.FINISHED:
+            return None
+        return self.coordinator.can_promote(flight_id)
+
+    def promote(self, flight_id: int) -> None:
+        """The first follower leads the flight from now on: it goes to admission with the old leader's
+        references as its pins (the counts do not change); the other followers keep waiting."""
+        assert self.can_promote(flight_id) is not None
+        flight = self.coordinator.flights[flight_id]
+        old = self.requests[flight.leader_request_id]
+        new = self.requests[self.coordinator.promote(flight_id)]
+        new.role = "leader"
+        new.block_table, new.num_published = old.block_table, old.num_published
+        old.block_table = []
+        new.phase = Phase.WAITING
+        self.waiting.append(new)
+        self.counters.num_promotions += 1
+        self.events.emit("promote", flight=flight_id, leader=new.request_id, previous=old.request_id,
+                         followers=list(flight.follower_request_ids))
+
+    def _settle(self, termination: Termination, reason: str) -> None:
+        """A terminated leader's flight is released or handed on, in the same call."""
+        if termination.kind != "leader":
+            return
+        if self.can_promote(termination.flight_id) is not None:
+            self.promote(termination.flight_id)
+        else:
+            self.release(termination.flight_id, reason)
+
+    # --- expire --------------------------------------------------------------------------------
+    def can_expire(self, request_id: int) -> bool:
+        """A follower blocked on an open flight can stop waiting."""
+        request = self.requests.get(request_id)
+        return request is not None and request.phase is Phase.BLOCKED
+
+    def expire(self, request_id: int) -> None:
+        """The follower leaves its flight for the released set, pins what its leader holds and goes to
+        admission to compute the rest itself."""
+        assert self.can_expire(request_id)
+        request = self.requests[request_id]
+        flight_id = request.flight_id
+        leader = self.requests[self.coordinator.flights[flight_id].leader_request_id]
+        self.coordinator.expire(flight_id, request_id)
+        self._pin(request, self.held_pages(leader))
+        request.is_expired = True
+        self.counters.num_expiries += 1
+        self.events.emit("expire", request=request_id, flight=flight_id, leader=leader.request_id)
+
+    def _expire_waited_out(self) -> None:
+        """The optional follower wait bound: a follower blocked for more steps than the bound expires."""
+        bound = self.config.follower_wait_bound
+        for request in list(self.requests.values()):
+            if request.phase is Phase.BLOCKED:
+                request.num_wait_steps += 1
+                if bound is not None and request.num_wait_steps > bound:
+                    self.expire(request.request_id)
+
+    # --- the ends of a request -----------------------------------------------------------------
+    def finish(self, request: Request, reason: str) -> None:
+        """Publishes what remains (on-completion policy), drops the references, terminates."""
+        assert request.phase is Phase.DECODE
+        published = self._publish_pages(request) if self.config.prefix_caching else []
+        self._end(request, Phase.FINISHED, reason)
+        termination = self.coordinator.terminate(request.request_id)
+        self.events.emit("finish", request=request.request_id, reason=reason, published=published)
+        self._settle(termination, "on-completion")
+
+    def abort(self, request_id: int) -> None:
+        """A client cancel in any live phase; unknown or terminated IDs raise with nothing changed."""
+        request = self.live(request_id)
+        assert self.coordinator.is_known(request_id)
+        phase = request.phase
+        self._end(request, Phase.ABORTED, "abort")
+        termination = self.coordinator.terminate(request_id)
+        self.events.emit("abort", request=request_id, phase=phase.value)
+        self._settle(termination, "leader-aborted")
+
+    def can_fail(self, request: Request) -> bool:
+        """Only a running request has a forward pass that can fail."""
+        return request.phase in (Phase.PREFILL, Phase.DECODE)
+
+    def fail(self, request: Request, error: str) -> None:
+        """Its forward pass failed: the request ends with the error, its pages go back, its flight is
+        released or handed on; the others go on."""
+        if not self.can_fail(request):
+            raise EngineError(f"request {request.request_id} is {request.phase.value}: only a running request can fail")
+        phase = request.phase
+        request.error = error
+        self._end(request, Phase.FAILED, "error")
+        termination = self.coordinator.terminate(request.request_id)
+        self.counters.num_failures += 1
+        self.events.emit("fail", request=request.request_id, phase=phase.value, error=error)
+        self._settle(termination, "leader-failed")
+
+    def _end(self, request: Request, phase: Phase, reason: str) -> None:
+        """Leaves the queues and returns the pages, except what a flight leader keeps for its followers."""
+        if request.phase is Phase.WAITING:
+            self.waiting.remove(request)
+        if request in self.running:
+            self.running.remove(request)
+        keep = self.held_pages(request) if self.leads_open_flight(request) else []
+        self.pool.drop(request.block_table[len(keep):])
+        request.block_table = keep
+        request.num_pages_reserved = 0
+        request.phase, request.finish_reason, request.finish_time = phase, reason, time.perf_counter()

@@ -1,0 +1,338 @@
+"""The OpenAI-compatible routes (Starlette): completions, chat, models, health, metrics, info.
+
+Every handler does all its checks before anything reaches the engine: the body's size (refused by its
+``Content-Length`` before a byte of it is read, or while reading a chunked one) and its deadline, the
+JSON, the fields (:mod:`flightcheck.impl.server.schema`), the model name, and, after tokenizing on a
+worker thread (never the engine thread), the prompt against the context and ``max_tokens`` against
+what is left of it. Errors are OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``.
+
+A streaming reply is server-sent events (``data: {chunk}`` lines, then ``data: [DONE]``); when the
+client goes away mid-stream, Starlette cancels the generator and its request is aborted. A
+non-streaming reply watches for the client's disconnect the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from flightcheck.impl.errors import EngineError
+from flightcheck.impl.server.loop import Delivery, EngineLoop, ServerError
+from flightcheck.impl.server.metrics import CONTENT_TYPE, ServerMetrics
+from flightcheck.impl.server.schema import (
+    ChatRequest, CompletionRequest, RequestError, parse, prompt_parts, sampling_of,
+)
+from flightcheck.impl.tokenizer import ChatMessage
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Every limit and timeout of the server (the ``serve`` options of the same names)."""
+
+    max_body_bytes: int = 1 << 20       # a request body above this is refused (413) before it is read
+    body_timeout_s: float = 30.0        # a body not complete by then is refused (408)
+    header_timeout_s: float = 10.0      # a connection whose request headers take longer is closed
+    keep_alive_s: float = 5.0           # an idle keep-alive connection is closed after this
+    max_connections: int = 256          # beyond this many open connections, requests get a 503
+    shutdown_timeout_s: float = 10.0    # replies still open this long after shutdown began are cut
+
+    def __post_init__(self) -> None:
+        for name in ("max_body_bytes", "max_connections"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        for name in ("body_timeout_s", "header_timeout_s", "keep_alive_s", "shutdown_timeout_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"{name} must be a number of seconds > 0, got {value!r}")
+
+
+def error_response(status: int, message: str, kind: str = "invalid_request_error", param: str | None = None,
+                   code: str | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": code}}, status)
+
+
+async def read_body(request: Request, limits: Limits) -> Any:
+    """The request's JSON, under the size limit and the body deadline; ``RequestError`` otherwise."""
+    declared = request.headers.get("content-length")
+    if declared is not None and int(declared) > limits.max_body_bytes:  # h11 has checked it is an integer
+        raise RequestError(f"the request body is {int(declared)} bytes, above the limit of "
+                           f"{limits.max_body_bytes} bytes", None, 413, "body_too_large")
+    chunks, size = [], 0
+    try:
+        async with asyncio.timeout(limits.body_timeout_s):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limits.max_body_bytes:
+                    raise RequestError(f"the request body is above the limit of {limits.max_body_bytes} bytes",
+                                       None, 413, "body_too_large")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise RequestError(f"the request body did not arrive within {limits.body_timeout_s:g} s", None, 408,
+                           "body_timeout") from None
+    try:
+        return json.loads(b"".join(chunks) or b"null")
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise RequestError(f"the request body is not valid JSON: {error}", None) from None
+
+
+class OpenAIApp:
+    """The routes over one :class:`EngineLoop`; ``model_id`` is the only model name accepted."""
+
+    def __init__(self, loop: EngineLoop, metrics: ServerMetrics, limits: Limits, model_id: str) -> None:
+        self.loop, self.metrics, self.limits, self.model_id = loop, metrics, limits, model_id
+        engine = loop.engine
+        self.tokenizer, self.context, self.created = engine.tokenizer, engine.context, int(time.time())
+        self.info = engine.info()
+        routes = [Route("/v1/completions", self.completions, methods=["POST"]),
+                  Route("/v1/chat/completions", self.chat, methods=["POST"]),
+                  Route("/v1/models", self.models, methods=["GET"]),
+                  Route("/health", self.health, methods=["GET"]),
+                  Route("/metrics", self.metrics_text, methods=["GET"]),
+                  Route("/info", self.info_json, methods=["GET"])]
+        self.app = Starlette(routes=routes, exception_handlers={HTTPException: self._http_error})
+
+    # --- small endpoints -----------------------------------------------------------------------
+    async def models(self, request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [
+            {"id": self.model_id, "object": "model", "created": self.created, "owned_by": "flightcheck",
+             "context_length": self.context}]})
+
+    async def health(self, request: Request) -> Response:
+        loop = self.loop
+        status = "failed" if loop.failure else "degraded" if loop.conformance else "ok"
+        body = {"status": status, "engine_thread": loop.is_running, "failure": loop.failure,
+                "conformance_failure": loop.conformance, "pages": loop.snapshot.pages,
+                "live_requests": loop.snapshot.phases}
+        return JSONResponse(body, 200 if status != "failed" and loop.is_running else 503)
+
+    async def metrics_text(self, request: Request) -> Response:
+        return Response(self.metrics.render(), media_type=CONTENT_TYPE)
+
+    async def info_json(self, request: Request) -> Response:
+        return JSONResponse(self.info)
+
+    async def _http_error(self, request: Request, exc: HTTPException) -> Response:
+        self.metrics.http_errors.labels(str(exc.status_code)).inc()
+        what = "no such endpoint" if exc.status_code == 404 else exc.detail
+        return error_response(exc.status_code, f"{what}: {request.method} {request.url.path}", "invalid_request_error")
+
+    # --- completions ---------------------------------------------------------------------------
+    async def completions(self, request: Request) -> Response:
+        return await self._serve(request, CompletionRequest)
+
+    async def chat(self, request: Request) -> Response:
+        return await self._serve(request, ChatRequest)
+
+    async def _serve(self, request: Request, model_class: type) -> Response:
+        try:
+            body = parse(model_class, await read_body(request, self.limits))
+            if body.model != self.model_id:
+                raise RequestError(f"the model {body.model!r} does not exist; this server serves {self.model_id!r}",
+                                   "model", 404, "model_not_found")
+            token_ids = await self._token_ids(body)
+            sampling = sampling_of(body, len(token_ids), self.context, has_tokenizer=self.tokenizer is not None)
+            request_id, out = await self.loop.submit(token_ids, sampling)
+        except RequestError as error:
+            return self._error(error.status, error.message, "invalid_request_error", error.param, error.code)
+        except EngineError as error:  # the engine's own checks (e.g. the page pool), nothing enqueued
+            return self._error(400, str(error), "invalid_request_error", _param_of(error))
+        except ServerError as error:
+            return self._error(error.status, error.message, error.kind, error.param)
+        except ClientDisconnect:
+            return Response(status_code=499)
+        except Exception as error:  # the monitor rejected the arrival, or a bug: never a bare traceback
+            return self._error(500, f"internal error: {str(error).splitlines()[0] if str(error) else type(error).__name__}",
+                               "server_error")
+        reply = _Reply(self, body, request_id, len(token_ids), sampling.stop)
+        if body.stream:
+            return StreamingResponse(reply.events(out), media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+                                     background=BackgroundTask(reply.cleanup))
+        return await reply.whole(out, request)
+
+    def _error(self, status: int, message: str, kind: str, param: str | None = None, code: str | None = None) -> Response:
+        self.metrics.http_errors.labels(str(status)).inc()
+        return error_response(status, message, kind, param, code)
+
+    async def _token_ids(self, body: Any) -> list[int]:
+        """Token ids of the prompt; text is tokenized on a worker thread, never the engine's."""
+        if isinstance(body, ChatRequest):
+            if self.tokenizer is None:
+                raise RequestError("chat needs a model with a tokenizer; this one takes token ids "
+                                   "(use /v1/completions with a list of token ids)", "messages")
+            messages = [ChatMessage(m.role, m.content) for m in body.messages]
+            return await anyio.to_thread.run_sync(
+                lambda: self.tokenizer.encode(self.tokenizer.apply_chat_template(messages)))
+        prompt = prompt_parts(body)
+        if isinstance(prompt, str):
+            if self.tokenizer is None:
+                raise RequestError("a text prompt needs a model with a tokenizer; send a list of token ids", "prompt")
+            return await anyio.to_thread.run_sync(self.tokenizer.encode, prompt)
+        vocab = self.loop.engine.runner.vocab_size
+        for i, token in enumerate(prompt):
+            if not 0 <= token < vocab:
+                raise RequestError(f"prompt token {i} is {token}, not a token id in [0, {vocab})", "prompt")
+        return list(prompt)
+
+
+def _param_of(error: EngineError) -> str | None:
+    text = str(error)
+    if text.startswith("sampling."):
+        return text.split()[0].removeprefix("sampling.")
+    return "prompt" if "prompt" in text else None
+
+
+class _Reply:
+    """One request's reply, streamed as events or collected whole."""
+
+    def __init__(self, app: OpenAIApp, body: Any, request_id: int, num_prompt_tokens: int, stop: tuple[str, ...]) -> None:
+        self.app, self.body, self.request_id = app, body, request_id
+        self.num_prompt_tokens, self.stop = num_prompt_tokens, stop
+        self.is_chat = isinstance(body, ChatRequest)
+        self.id = f"{'chatcmpl' if self.is_chat else 'cmpl'}-{uuid.uuid4().hex[:24]}"
+        self.token_ids: list[int] = []
+        self.num_text_sent = 0
+        self.how: str | None = None  # how a stream closed: done, error, disconnect (once)
+
+    # --- text ----------------------------------------------------------------------------------
+    def _new_text(self, final_text: str | None) -> str:
+        """Text not yet sent; without the final text, hold back what a stop string could still cut
+        and an incomplete UTF-8 character."""
+        tokenizer = self.app.tokenizer
+        if tokenizer is None:
+            return ""
+        if final_text is not None:
+            text = final_text
+        else:
+            text = tokenizer.decode(self.token_ids)
+            if text.endswith("\ufffd"):
+                return ""
+            hold = max((len(s) for s in self.stop), default=1) - 1
+            text = text[:max(len(text) - hold, self.num_text_sent)]
+        piece, self.num_text_sent = text[self.num_text_sent:], max(len(text), self.num_text_sent)
+        return piece
+
+    def _choice(self, text: str, token_ids: list[int], finish_reason: str | None, *, delta: bool) -> dict:
+        if self.is_chat:
+            message = {"role": "assistant", "content": text}
+            content = {"delta": message} if delta else {"message": message}
+        else:
+            content = {"text": text}
+        return {"index": 0, **content, "token_ids": token_ids, "finish_reason": finish_reason, "logprobs": None}
+
+    def _usage(self, result: Any) -> dict:
+        completion = len(result.output_token_ids)
+        return {"prompt_tokens": self.num_prompt_tokens, "completion_tokens": completion,
+                "total_tokens": self.num_prompt_tokens + completion,
+                "prompt_tokens_details": {"cached_tokens": result.recovered_tokens}}
+
+    def _envelope(self, choices: list, **extra: Any) -> dict:
+        kind = ("chat.completion.chunk" if self.body.stream else "chat.completion") if self.is_chat else "text_completion"
+        return {"id": self.id, "object": kind, "created": int(time.time()), "model": self.app.model_id,
+                "choices": choices, **extra}
+
+    def _extension(self, result: Any) -> dict:
+        return {"request_id": self.request_id, "role": result.role, "recovered_tokens": result.recovered_tokens,
+                "ttft_ms": None if result.ttft_s is None else round(result.ttft_s * 1e3, 3),
+                "completion_ms": None if result.completion_s is None else round(result.completion_s * 1e3, 3)}
+
+    # --- streaming -----------------------------------------------------------------------------
+    def close(self, how: str) -> None:
+        """Counts how the stream closed, once; a stream that did not finish aborts its request."""
+        if self.how is not None:
+            return
+        self.how = how
+        self.app.metrics.streams.labels(how).inc()
+        if how == "disconnect":
+            self.app.loop.abort_soon(self.request_id)
+
+    async def cleanup(self) -> None:
+        """Runs after the response whatever happened, even if the stream never started."""
+        self.close("disconnect")
+
+    async def events(self, out: asyncio.Queue) -> AsyncIterator[str]:
+        how = "disconnect"
+        try:
+            while True:
+                item: Delivery = await out.get()
+                self.token_ids.extend(item.tokens)
+                if item.tokens and not item.is_final:
+                    text = self._new_text(None)
+                    yield _sse(self._envelope([self._choice(text, list(item.tokens), None, delta=True)]))
+                if item.error is not None:
+                    how = "error"
+                    self.app.metrics.http_errors.labels(str(item.error.status)).inc()
+                    yield _sse({"error": {"message": item.error.message, "type": item.error.kind,
+                                          "param": None, "code": item.error.status}})
+                    return
+                if item.result is not None:
+                    result = item.result
+                    if result.finish_reason == "abort":
+                        how = "error"
+                        yield _sse({"error": {"message": "the request was aborted", "type": "server_error",
+                                              "param": None, "code": 500}})
+                        return
+                    text = self._new_text(result.text if result.text is not None else None)
+                    last = self._choice(text, list(item.tokens), _finish(result.finish_reason), delta=True)
+                    yield _sse(self._envelope([last], flightcheck=self._extension(result)))
+                    options = self.body.stream_options
+                    if options is not None and options.include_usage:
+                        yield _sse(self._envelope([], usage=self._usage(result)))
+                    yield "data: [DONE]\n\n"
+                    how = "done"
+                    return
+        finally:
+            self.close(how)  # "disconnect": Starlette cancelled the generator, the client went away
+
+    # --- whole ---------------------------------------------------------------------------------
+    async def whole(self, out: asyncio.Queue, request: Request) -> Response:
+        disconnect = asyncio.ensure_future(_wait_disconnect(request))
+        try:
+            while True:
+                getter = asyncio.ensure_future(out.get())
+                done, _ = await asyncio.wait({getter, disconnect}, return_when=asyncio.FIRST_COMPLETED)
+                if getter not in done:
+                    getter.cancel()
+                    self.app.loop.abort_soon(self.request_id)
+                    return Response(status_code=499)
+                item: Delivery = getter.result()
+                self.token_ids.extend(item.tokens)
+                if item.error is not None:
+                    return self.app._error(item.error.status, item.error.message, item.error.kind)
+                if item.result is not None:
+                    result = item.result
+                    if result.finish_reason == "abort":
+                        return self.app._error(500, "the request was aborted", "server_error")
+                    text = result.text if result.text is not None else ""
+                    choice = self._choice(text, list(result.output_token_ids), _finish(result.finish_reason), delta=False)
+                    return JSONResponse(self._envelope([choice], usage=self._usage(result),
+                                                       flightcheck=self._extension(result)))
+        finally:
+            disconnect.cancel()
+
+
+async def _wait_disconnect(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+def _finish(reason: str | None) -> str:
+    return "stop" if reason in ("eos", "stop") else "length"
+
+
+def _sse(obj: dict) -> str:
+    return f"data: {json.dumps(obj)}\n\n"

@@ -1,0 +1,158 @@
+"""The OpenAI request bodies the server accepts, checked strictly, and the errors that name a field.
+
+The models are pydantic (strict types: ``true`` is not 1, ``"no"`` is not false; NaN and infinities are
+refused; unknown fields are refused, so a misspelt option is an error rather than silently ignored).
+What pydantic cannot know (the prompt against the context, ``max_tokens`` against what is left of it,
+the model name) is checked in :func:`sampling_of` and by the handlers, before anything is enqueued.
+
+Supported beyond the basics: ``stop`` (a string or up to 4), ``seed``, ``stream_options.include_usage``,
+``user`` (ignored), and one extension, ``ignore_eos`` (fixed-length outputs for benchmarks, as vLLM
+has it). ``n`` > 1, ``logprobs``, ``echo``, ``best_of``, ``suffix``, penalties and ``logit_bias`` are
+refused with a message saying so.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from flightcheck.impl.sampling import SamplingParams
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class StreamOptions(_Strict):
+    include_usage: bool = False
+
+
+class _Common(_Strict):
+    model: str
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    temperature: float = Field(1.0, ge=0.0, le=2.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    seed: int | None = Field(None, ge=0, le=2**63 - 1)
+    stop: Union[str, list[str], None] = None
+    n: int = Field(1, ge=1, le=1)
+    user: str | None = None
+    ignore_eos: bool = False
+    presence_penalty: float = Field(0.0, ge=0.0, le=0.0)
+    frequency_penalty: float = Field(0.0, ge=0.0, le=0.0)
+    logit_bias: None = None
+
+
+class CompletionRequest(_Common):
+    """``POST /v1/completions``: ``prompt`` is text, a list of token ids, or a list of one of those."""
+
+    prompt: Union[str, list[int], list[str], list[list[int]]]
+    max_tokens: int | None = Field(16, ge=1)
+    echo: Literal[False] = False
+    logprobs: None = None
+    best_of: int = Field(1, ge=1, le=1)
+    suffix: None = None
+
+
+class Message(_Strict):
+    role: Literal["system", "user", "assistant"]
+    content: str
+    name: str | None = None
+
+
+class ChatRequest(_Common):
+    """``POST /v1/chat/completions``: ``messages`` rendered with the model's chat template."""
+
+    messages: list[Message] = Field(min_length=1)
+    max_tokens: int | None = Field(None, ge=1)
+    max_completion_tokens: int | None = Field(None, ge=1)
+    logprobs: Literal[False] | None = None
+
+
+_UNSUPPORTED = {"n": "n must be 1 (one choice per request)", "best_of": "best_of must be 1",
+                "presence_penalty": "presence_penalty is not supported (must be 0)",
+                "frequency_penalty": "frequency_penalty is not supported (must be 0)",
+                "logit_bias": "logit_bias is not supported", "echo": "echo is not supported",
+                "logprobs": "logprobs are not supported", "suffix": "suffix is not supported"}
+_UNIONS = {"prompt": "prompt must be a string, a list of token ids (integers), or a list of one of those",
+           "stop": "stop must be a string or a list of strings"}
+
+
+class RequestError(ValueError):
+    """A 400 (or 404 for ``model``) naming the offending field, in OpenAI's error shape."""
+
+    def __init__(self, message: str, param: str | None, status: int = 400, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message, self.param, self.status, self.code = message, param, status, code
+
+
+def parse(model_class: type[_Common], body: Any) -> _Common:
+    """The validated request, or a ``RequestError`` whose message and ``param`` name the first problem."""
+    if not isinstance(body, dict):
+        raise RequestError(f"the request body must be a JSON object, got {type(body).__name__}", None)
+    try:
+        return model_class.model_validate(body)
+    except ValidationError as error:
+        raise _request_error(error) from None
+
+
+def _request_error(error: ValidationError) -> RequestError:
+    first = error.errors()[0]
+    loc = [str(part) for part in first["loc"]]
+    param = loc[0] if loc else None
+    if param in _UNSUPPORTED and first["type"] not in ("missing",):
+        return RequestError(_UNSUPPORTED[param], param)
+    if param in _UNIONS and first["type"] not in ("missing", "extra_forbidden"):
+        return RequestError(_UNIONS[param], param)
+    if first["type"] == "extra_forbidden":
+        return RequestError(f"unknown field {'.'.join(loc)!r}", ".".join(loc))
+    where = ".".join(part for part in loc if not part.isdigit() or len(loc) > 1)
+    value = first.get("input")
+    shown = "" if first["type"] == "missing" else f", got {value!r}" if len(repr(value)) < 60 else ""
+    return RequestError(f"{where}: {first['msg'].lower()}{shown}", where)
+
+
+def prompt_parts(request: CompletionRequest) -> str | list[int]:
+    """The one prompt of a completion request (text or token ids); a batch of several is refused."""
+    prompt = request.prompt
+    if isinstance(prompt, list) and prompt and isinstance(prompt[0], (str, list)):
+        if len(prompt) != 1:
+            raise RequestError(f"prompt holds {len(prompt)} prompts; send one prompt per request", "prompt")
+        prompt = prompt[0]
+    if not prompt:
+        raise RequestError("prompt is empty: a request needs at least one token", "prompt")
+    return prompt
+
+
+def stop_strings(request: _Common) -> tuple[str, ...]:
+    stop = request.stop
+    strings = () if stop is None else (stop,) if isinstance(stop, str) else tuple(stop)
+    if len(strings) > 4:
+        raise RequestError(f"stop holds {len(strings)} strings; at most 4 are allowed", "stop")
+    if any(not s for s in strings):
+        raise RequestError("stop strings must not be empty", "stop")
+    return strings
+
+
+def sampling_of(request: _Common, num_prompt_tokens: int, context: int, *, has_tokenizer: bool) -> SamplingParams:
+    """The engine's sampling settings, after the checks that need the prompt's length: the prompt fits
+    the context, and ``max_tokens`` (chat: ``max_completion_tokens`` too) fits what is left of it;
+    without ``max_tokens``, chat generates up to the context's end."""
+    if num_prompt_tokens > context:
+        field = "messages" if isinstance(request, ChatRequest) else "prompt"
+        raise RequestError(f"{field} has {num_prompt_tokens} tokens, longer than the context of {context}", field)
+    room = context - num_prompt_tokens
+    field, max_tokens = "max_tokens", request.max_tokens
+    if isinstance(request, ChatRequest) and request.max_completion_tokens is not None:
+        field, max_tokens = "max_completion_tokens", request.max_completion_tokens
+    if max_tokens is None:
+        max_tokens = room
+    if max_tokens > room or room < 1:
+        raise RequestError(f"{field} is {max_tokens}, but the prompt's {num_prompt_tokens} tokens leave room for "
+                           f"{room} in the context of {context}", field)
+    stop = stop_strings(request)
+    if stop and not has_tokenizer:
+        raise RequestError("stop needs a model with a tokenizer; this one takes token ids only", "stop")
+    return SamplingParams(temperature=request.temperature, top_p=request.top_p, seed=request.seed,
+                          max_tokens=max_tokens, stop=stop, ignore_eos=request.ignore_eos)

@@ -1,0 +1,105 @@
+"""``flightcheck serve`` as a real process with the ``openai`` client: it streams, writes the event log
+under the online monitor, stops promptly on SIGINT, takes every EngineConfig field as an option, and
+refuses bad arguments and a corrupt model file with one line and exit status 2."""
+
+import dataclasses
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from flightcheck.impl.config import EngineConfig
+
+CLI = [sys.executable, "-m", "flightcheck.checks.cli.app", "serve"]
+
+
+def start(args, **kwargs):
+    proc = subprocess.Popen(CLI + args, stderr=subprocess.PIPE, text=True, **kwargs)
+    line = proc.stderr.readline()
+    match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+    assert match, line + proc.stderr.read() if proc.poll() is not None else line
+    return proc, f"http://127.0.0.1:{match.group(1)}"
+
+
+def stop(proc):
+    """SIGINT, then wait for the exit: a poll with a generous bound, never a tight timeout."""
+    proc.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if proc.poll() is None:
+        proc.kill()
+        pytest.fail("serve did not stop within 120 s of SIGINT")
+    return proc.returncode, proc.stderr.read()
+
+
+def test_serve_streams_tokens_writes_the_monitored_event_log_and_stops_on_sigint(tmp_path):
+    from openai import OpenAI
+
+    events = tmp_path / "events.jsonl"
+    proc, url = start(["--model", "tiny", "--port", "0", "--num-pages", "64", "--events", str(events), "--monitor",
+                       "--follower-wait-bound", "7"])
+    try:
+        client = OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=60)
+        chunks = list(client.completions.create(model="tiny", prompt=list(range(1, 40)), max_tokens=5, stream=True))
+        assert sum(len(c.choices[0].token_ids) for c in chunks) == 5 and chunks[-1].choices[0].finish_reason == "length"
+        import urllib.request
+
+        info = json.loads(urllib.request.urlopen(url + "/info", timeout=30).read())
+        assert info["config"]["follower_wait_bound"] == 7 and info["config"]["num_pages"] == 64
+        # A long stream is still running when SIGINT arrives: the process must stop promptly anyway.
+        long = client.completions.create(model="tiny", prompt=[3] * 20, max_tokens=900, stream=True)
+        next(iter(long))
+    finally:
+        code, err = stop(proc)
+    assert code == 0, err
+    assert "Traceback" not in err
+    header, *log = [json.loads(x) for x in events.read_text().splitlines()]
+    assert header["policy"]["coordination"] == "single-flight"
+    actions = [e["action"] for e in log]
+    # 39 tokens: 3 prefill units in one chunk; shareable pages (39-1)//16 = 2 published; release after prefill.
+    assert actions[:10] == ["arrive", "admit", "prefill", "publish", "release"] + ["decode"] * 4 + ["finish"]
+    assert [p["index"] for p in log[3]["pages"]] == [0, 1] and log[4]["reason"] == "after-prefill"
+    assert actions[-1] == "abort"  # the long stream, ended by the shutdown
+    check = subprocess.run([sys.executable, "-m", "flightcheck.checks.cli.app", "validate", str(events)],
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0, check.stdout + check.stderr  # the log, offline, agrees with the spec too
+
+
+def test_every_engine_config_field_is_a_serve_option():
+    proc = subprocess.run(CLI + ["--help"], capture_output=True, text=True, timeout=60,
+                          env={"COLUMNS": "200", "PATH": ""})
+    assert proc.returncode == 0
+    for field in dataclasses.fields(EngineConfig):
+        assert f"--{field.name.replace('_', '-')}" in proc.stdout, field.name
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--release", "later"], "config.release must be one of"),
+    (["--max-running", "0"], "config.max_running must be an integer >= 1"),
+    (["--model", "gpt5"], "--model must be smollm2 or tiny"),
+    (["--port", "70000"], "--port must be in 0..65535"),
+    (["--max-body-bytes", "0"], "max_body_bytes must be an integer >= 1"),
+    (["--header-timeout", "0"], "header_timeout_s must be a number of seconds > 0"),
+])
+def test_bad_arguments_exit_2_naming_the_option(args, message):
+    proc = subprocess.run(CLI + ["--model", "tiny", *args], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert message in re.sub(r"\s*│\s*|\s+", " ", proc.stderr)
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_corrupt_model_file_is_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "SmolLM2.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 1000)
+    import os
+
+    proc = subprocess.run(CLI + ["--port", "0"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "FLIGHTCHECK_MODEL": str(bad)})
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "truncated or wrong file" in proc.stderr
+    assert proc.stderr.startswith("error: model file") and proc.stderr.count("error:") == 1

@@ -1,0 +1,89 @@
+"""Bad requests get a 4xx in OpenAI's error shape naming the field, nothing reaches the engine, and
+the server keeps serving. Bodies are sent raw (the ``openai`` client would refuse some of them)."""
+
+import pytest
+
+from tests.server.conftest import PROMPT, client, metrics, raw
+
+OK = {"model": "tiny", "prompt": [1, 2, 3], "max_tokens": 2}
+
+
+def body(**changes):
+    out = {**OK, **changes}
+    return {k: v for k, v in out.items() if v is not ...}
+
+
+@pytest.mark.parametrize("payload, status, param, message", [
+    (b"{not json", 400, None, "not valid JSON"),
+    (b"[1, 2]", 400, None, "must be a JSON object"),
+    (body(model="gpt-5"), 404, "model", "model 'gpt-5' does not exist"),
+    (body(model=...), 400, "model", "field required"),
+    (body(max_tokens="5"), 400, "max_tokens", "valid integer"),
+    (body(max_tokens=True), 400, "max_tokens", "valid integer"),       # true is not 1
+    (body(max_tokens=[1]), 400, "max_tokens", "valid integer"),        # a list does not crash it
+    (body(max_tokens=0), 400, "max_tokens", "greater than or equal to 1"),
+    (body(max_tokens=10**12), 400, "max_tokens", "leave room for 2045 in the context of 2048"),
+    (body(max_tokens=1e12), 400, "max_tokens", "valid integer"),
+    (body(temperature=3), 400, "temperature", "less than or equal to 2"),
+    (body(temperature=-0.5), 400, "temperature", "greater than or equal to 0"),
+    (b'{"model": "tiny", "prompt": [1], "temperature": NaN}', 400, "temperature", "finite number"),
+    (b'{"model": "tiny", "prompt": [1], "top_p": Infinity}', 400, "top_p", "finite number"),
+    (body(top_p=0), 400, "top_p", "greater than 0"),
+    (body(stream="no"), 400, "stream", "valid boolean"),              # "no" is not false
+    (body(prompt=""), 400, "prompt", "prompt is empty"),
+    (body(prompt=[]), 400, "prompt", "prompt is empty"),
+    (body(prompt=[[]]), 400, "prompt", "prompt is empty"),
+    (body(prompt=[1, True]), 400, "prompt", "list of token ids"),
+    (body(prompt=[1, 70000]), 400, "prompt", "not a token id in \\[0, 256\\)"),
+    (body(prompt=[[1], [2]]), 400, "prompt", "one prompt per request"),
+    (body(prompt=list(range(1, 200)) * 11, max_tokens=1), 400, "prompt", "2189 tokens, longer than the context of 2048"),
+    (body(prompt="hello"), 400, "prompt", "needs a model with a tokenizer"),
+    (body(stop=["x"]), 400, "stop", "needs a model with a tokenizer"),
+    (body(stop=5), 400, "stop", "string or a list of strings"),
+    (body(temprature=1), 400, "temprature", "unknown field 'temprature'"),
+    (body(n=2), 400, "n", "n must be 1"),
+    (body(logprobs=2), 400, "logprobs", "not supported"),
+    (body(seed=-1), 400, "seed", "greater than or equal to 0"),
+    (body(stream_options={"include_usage": "yes"}), 400, "stream_options.include_usage", "valid boolean"),
+])
+def test_bad_completion_request_is_a_4xx_naming_the_field(server, payload, status, param, message):
+    import re
+
+    got, reply = raw(server, "POST", "/v1/completions", payload)
+    assert got == status, reply
+    error = reply["error"]
+    assert error["param"] == param and re.search(message, error["message"], re.I), error
+    assert error["type"] == "invalid_request_error"
+    assert server.loop.call(lambda e: len(e.scheduler.requests)) == 0  # nothing was enqueued
+    assert raw(server, "POST", "/v1/completions", OK)[0] == 200        # and the server keeps serving
+
+
+@pytest.mark.parametrize("payload, param, message", [
+    ({"model": "tiny", "messages": []}, "messages", "at least 1 item"),
+    ({"model": "tiny", "messages": [{"role": "robot", "content": "x"}]}, "messages.0.role", "input should be"),
+    ({"model": "tiny", "messages": [{"role": "user"}]}, "messages.0.content", "field required"),
+    ({"model": "tiny", "messages": "hi"}, "messages", "valid list"),
+])
+def test_bad_chat_request_is_a_400_naming_the_field(server, payload, param, message):
+    got, reply = raw(server, "POST", "/v1/chat/completions", payload)
+    assert got == 400 and reply["error"]["param"] == param and message in reply["error"]["message"].lower(), reply
+
+
+def test_unknown_endpoints_and_the_old_protocol_are_404s_in_openai_shape(server):
+    for method, path in (("POST", "/generate"), ("POST", "/abort"), ("GET", "/stats"), ("GET", "/v2/x")):
+        status, reply = raw(server, method, path, {"request_id": True})
+        assert status == 404 and "no such endpoint" in reply["error"]["message"], (path, reply)
+    status, reply = raw(server, "GET", "/v1/completions")
+    assert status == 405 and reply["error"]["message"].startswith("Method Not Allowed")
+    assert metrics(server)['flightcheck_http_errors_total{status="404"}'] == 4
+
+
+def test_the_openai_client_sees_a_bad_request_error_with_the_param(server):
+    from openai import BadRequestError, NotFoundError
+
+    with pytest.raises(BadRequestError) as info:
+        client(server).completions.create(model="tiny", prompt=PROMPT, max_tokens=5000)
+    assert info.value.body["param"] == "max_tokens"
+    with pytest.raises(NotFoundError) as info:
+        client(server).completions.create(model="davinci", prompt=PROMPT)
+    assert info.value.body["code"] == "model_not_found"
