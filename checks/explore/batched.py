@@ -45,7 +45,7 @@ from flightcheck.checks.explore.fairness import find_fair_cycle
 from flightcheck.checks.explore.paths import PathRebuilder
 from flightcheck.checks.explore.result import PropertyResult, Stats
 from flightcheck.checks.explore.state_graph import BatchedExploreResult, StateGraph
-from flightcheck.checks.explore.transitions import BatchedTransitions
+from flightcheck.checks.explore.transitions import BatchedTransitions, SpecRangeError
 from flightcheck.checks.explore.visited import VisitedSet
 from flightcheck.spec.properties import Property, properties_for
 
@@ -97,7 +97,7 @@ def explore_batched(spec: Any, *, symmetry: bool = True, max_states: int = 2_000
     limit = memory_limit if memory_limit is not None else default_memory_limit()
     bt = BatchedTransitions(spec)
     codec, A, n_req = bt.codec, len(bt.actions), spec.num_requests
-    sym = BatchedSymmetry(spec) if symmetry else None
+    sym = BatchedSymmetry(spec, codec.bounds) if symmetry else None
     if sym is not None and sym.is_trivial:
         sym = None
     check = _Checks(spec, bt, props, keep_edges)
@@ -114,23 +114,48 @@ def explore_batched(spec: Any, *, symmetry: bool = True, max_states: int = 2_000
     def expand(a: int, keys: np.ndarray) -> tuple:
         cols = codec.unpack(keys)
         masks = bt.guards(cols)
-        check.visit(a, cols, masks)
-        return (a,) + bt.expand(keys, cols, masks, sym)
+        out = (a,) + bt.expand(keys, cols, masks, sym)
+        check.visit(a, cols, masks)  # after the successors: a batch redone after widening is seen once
+        return out
+
+    def widen(e: SpecRangeError) -> None:
+        # A design left a slot's range (some mutants do): pack that slot wider, re-encode every state
+        # found so far in the same order, and redo the batch.
+        nonlocal codec, bt, sym, visited
+        new = codec.widened(e.slot, e.low, e.high)
+        again = VisitedSet(new.words)
+        for b0 in range(0, visited.size, 1 << 20):
+            b1 = min(visited.size, b0 + (1 << 20))
+            again.insert(new.pack(codec.unpack(visited.block(b0, b1)), b1 - b0), np.arange(b1 - b0))
+        codec, visited = new, again
+        bt = check.bt = BatchedTransitions(spec, codec)
+        if sym is not None:
+            sym = BatchedSymmetry(spec, codec.bounds)
 
     # Two stages in two threads: while the hash table takes in one batch of successors, the spec's
     # guards and updates run on the next (numpy releases the interpreter lock inside its loops).
     pool = ThreadPoolExecutor(max_workers=1) if threads else None
+
+    def submit(a: int, stop: int) -> Any:
+        keys = visited.block(a, min(stop, a + chunk))
+        return pool.submit(expand, a, keys) if pool else _Done(expand, a, keys)
+
     lo, hi = 0, 1
     try:
         while lo < hi:
             starts = list(range(lo, hi, chunk))
-            submit = (lambda a: pool.submit(expand, a, visited.block(a, min(hi, a + chunk)))) if pool \
-                else (lambda a: _Done(expand(a, visited.block(a, min(hi, a + chunk)))))
-            pending = submit(starts[0])
-            for nxt in starts[1:] + [None]:
-                a, cand, rows, act = pending.result()
-                if nxt is not None:
-                    pending = submit(nxt)
+            k = 0
+            pending = submit(starts[0], hi)
+            while k < len(starts):
+                try:
+                    a, cand, rows, act = pending.result()
+                except SpecRangeError as e:
+                    widen(e)
+                    pending = submit(starts[k], hi)
+                    continue
+                k += 1
+                if k < len(starts):
+                    pending = submit(starts[k], hi)
                 num_edges += len(rows)
                 need = visited.bytes_needed(len(rows)) + check.bytes_per_state * visited.size \
                     + (10 * num_edges if keep_edges else 0) + 64 * len(rows) * codec.words
@@ -171,13 +196,13 @@ def explore_batched(spec: Any, *, symmetry: bool = True, max_states: int = 2_000
 
 
 class _Done:
-    """A finished result with a future's ``result()``, for the single-threaded path."""
+    """A call with a future's ``result()``, for the single-threaded path (run when asked for)."""
 
-    def __init__(self, value: Any) -> None:
-        self.value = value
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        self.fn, self.args = fn, args
 
     def result(self) -> Any:
-        return self.value
+        return self.fn(*self.args)
 
 
 def _memory_message(spec: Any, symmetry: bool, keep_edges: bool, need: int, limit: int, states: int,

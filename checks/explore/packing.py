@@ -33,8 +33,10 @@ _U64 = np.uint64
 class StateCodec:
     """Bit layout of one scenario's states: which word and shift each slot occupies."""
 
-    def __init__(self, layout: Any) -> None:
-        bounds = layout.bounds()
+    def __init__(self, layout: Any, bounds: Sequence[tuple[int, int]] | None = None) -> None:
+        bounds = list(bounds) if bounds is not None else layout.bounds()
+        self.layout = layout
+        self.bounds = bounds
         self.names = layout.slot_names()
         self.size = len(bounds)
         self.lo = np.array([lo for lo, _hi in bounds], dtype=np.int64)
@@ -105,6 +107,20 @@ class StateCodec:
                 col += self._lo[j]
             cols.append(col)
         return cols
+
+    def widened(self, slot: int, lo: int, hi: int) -> "StateCodec":
+        """A codec whose slot ``slot`` also holds ``lo .. hi`` (with room to spare: the range grows to
+        twice what is needed, so that a slot that keeps growing is widened only a few times)."""
+        bounds = list(self.bounds)
+        old_lo, old_hi = bounds[slot]
+        new_lo, new_hi = min(old_lo, lo), max(old_hi, hi)
+        span = new_hi - new_lo + 1
+        if new_hi > old_hi:
+            new_hi = new_lo + 2 * span - 1
+        if new_lo < old_lo:
+            new_lo = new_hi - 2 * span + 1
+        bounds[slot] = (new_lo, new_hi)
+        return StateCodec(self.layout, bounds)
 
     # ------------------------------------------------------------------ checks and plain tuples
     def out_of_bounds(self, j: int, col: Any) -> bool:

@@ -6,7 +6,9 @@ array per slot, one element per state, and :mod:`flightcheck.spec.expr` turns ev
 or ``Sum`` into array operations. Nothing here names a field or an action: the actions come from
 ``spec.actions``, the slots from the layout, and a slot the update leaves alone comes back as the
 very array it was given, so only the slots an action changes are packed again. A value outside the
-layout's range is an error naming the slot and the action (it could not be packed).
+range a slot is packed with raises :class:`SpecRangeError` naming the slot and the action; the
+explorer then widens that slot and carries on (a buggy design may leave the layout's ranges, and
+the reference explorer follows it there).
 
 Each action's update is given only the slots it reads (gathered for the states where it is enabled);
 the others are placeholders that raise on any use. Which slots an update reads is found once, by
@@ -31,11 +33,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from flightcheck.checks.explore.packing import StateCodec
-from flightcheck.spec.model import PROGRESS_ACTIONS
 
 
 class SpecRangeError(ValueError):
-    """An update produced a value outside its slot's declared range."""
+    """An update produced a value outside the range its slot is packed with (the layout's bounds,
+    unless the explorer has widened them): ``slot``, and the ``low`` and ``high`` values seen."""
+
+    def __init__(self, message: str, slot: int, low: int, high: int) -> None:
+        super().__init__(message)
+        self.slot, self.low, self.high = slot, low, high
 
 
 def as_mask(value: Any, n: int) -> np.ndarray:
@@ -85,8 +91,8 @@ class BatchedTransitions:
         self.spec = spec
         self.codec = codec or StateCodec(spec.layout)
         self.actions = tuple(spec.actions)
-        self.engine = [k for k, a in enumerate(self.actions) if a.is_engine]
-        self.progress = [k for k, a in enumerate(self.actions) if a.name in PROGRESS_ACTIONS]
+        self.engine = [k for k, a in enumerate(self.actions) if spec.is_engine(a)]
+        self.progress = [k for k, a in enumerate(self.actions) if spec.is_progress(a)]
         self._unread = [_Unread(j) for j in range(self.codec.size)]
         self.reads = [self._slots_read(a) for a in self.actions]
 
@@ -147,8 +153,9 @@ class BatchedTransitions:
         for j, v in changed.items():
             if self.codec.out_of_bounds(j, v):
                 lo, hi = int(self.codec.lo[j]), int(self.codec.hi[j])
-                raise SpecRangeError(f"{self.actions[k]} sets {self.codec.names[j]} outside its range "
-                                     f"{lo}..{hi} (the layout's bounds): fix the spec or its bounds")
+                seen = (int(np.min(v)), int(np.max(v)))
+                raise SpecRangeError(f"{self.actions[k]} sets {self.codec.names[j]} to {seen[0]}..{seen[1]}, "
+                                     f"outside its range {lo}..{hi}", j, *seen)
         return sub, changed
 
     def expand(self, keys: np.ndarray, cols: Sequence[np.ndarray], masks: Sequence[np.ndarray],
@@ -186,12 +193,21 @@ class BatchedTransitions:
 
     def successors(self, states: Sequence[Sequence[int]]) -> list[list[tuple[Any, tuple[int, ...]]]]:
         """For each plain state, its enabled actions and successors in action order, computed in one
-        batch (the form the tests compare with ``spec.successors``)."""
-        keys = self.codec.pack_states(states)
-        cols = self.codec.unpack(keys)
-        cand, rows, act = self.expand(keys, cols, self.guards(cols))
+        batch (the form the tests compare with ``spec.successors``); slots are widened as needed."""
+        arr = np.array(states, dtype=np.int64).reshape(len(states), self.codec.size)
+        bounds = [(min(lo, int(arr[:, j].min(initial=lo))), max(hi, int(arr[:, j].max(initial=hi))))
+                  for j, (lo, hi) in enumerate(self.codec.bounds)]
+        bt = BatchedTransitions(self.spec, StateCodec(self.spec.layout, bounds))
+        while True:
+            keys = bt.codec.pack_states(states)
+            cols = bt.codec.unpack(keys)
+            try:
+                cand, rows, act = bt.expand(keys, cols, bt.guards(cols))
+                break
+            except SpecRangeError as e:
+                bt = BatchedTransitions(self.spec, bt.codec.widened(e.slot, e.low, e.high))
         out: list[list[tuple[Any, tuple[int, ...]]]] = [[] for _ in states]
-        succ = self.codec.unpack_states(cand)
+        succ = bt.codec.unpack_states(cand)
         for e in np.lexsort((act, rows)).tolist():
             out[rows[e]].append((self.actions[act[e]], succ[e]))
         return out

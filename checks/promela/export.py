@@ -43,7 +43,6 @@ from typing import Any
 
 from flightcheck.checks.promela.terms import Term, literal
 from flightcheck.spec.expr import Implies, Or
-from flightcheck.spec.model import PROGRESS_ACTIONS
 from flightcheck.spec.properties import properties_for
 
 # Words Promela reserves; a slot named like one gets a trailing underscore.
@@ -109,7 +108,7 @@ def export_promela(spec: Any, *, liveness: bool = False) -> PromelaModel:
         if p.kind == "always":
             value = p.holds(spec, vars_)
         elif p.kind == "deadlock_free":
-            progress = [spec.guard(vars_, a) for a in spec.actions if a.name in PROGRESS_ACTIONS]
+            progress = [spec.guard(vars_, a) for a in spec.actions if spec.is_progress(a)]
             value = Implies(Or(*live), Or(*progress))
         else:
             continue
@@ -144,10 +143,10 @@ def export_promela(spec: Any, *, liveness: bool = False) -> PromelaModel:
         out += ["    " + text for _a, text in steps]
         out += ["    od", "}"]
     else:
-        env = [text for a, text in steps if not a.is_engine]
-        model.num_processes = 1 + sum(a.is_engine for a, _t in steps)
+        env = [text for a, text in steps if not spec.is_engine(a)]
+        model.num_processes = 1 + sum(spec.is_engine(a) for a, _t in steps)
         for a, text in steps:
-            if a.is_engine:
+            if spec.is_engine(a):
                 out += [f"active proctype {a.name}_{a.arg}() {{", "end:", "    do", "    " + text, "    od", "}"]
         out += ["active proctype environment() {", "    d_step { check_properties() };  /* the initial state */",
                 "end:", "    do"]

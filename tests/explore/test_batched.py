@@ -18,13 +18,14 @@ from flightcheck.checks.explore.packing import StateCodec
 from flightcheck.checks.explore.transitions import BatchedTransitions
 from flightcheck.spec.expr import And, If
 from flightcheck.spec.model import FlightSpec
-from flightcheck.spec.scenario import PUBLICATIONS, RELEASES, SCENARIOS
+from flightcheck.spec.scenario import SCENARIOS, policy_grid
 from flightcheck.spec.state import DECODE
 from flightcheck.spec.variants import VARIANTS
 from test_explorer import ALL_REDUCED, PINNED
 
 SLOW = bool(os.environ.get("FLIGHTCHECK_SLOW"))
-POLICIES = [(r, p) for r in RELEASES for p in PUBLICATIONS]
+# burst4-abort without symmetry, under its own policy at both release points: (release, states, edges).
+FULL_BURST4 = [("after-prefill", 57_377, 354_941), ("on-completion", 50_513, 302_477)]
 
 
 def summary(r):
@@ -95,36 +96,52 @@ def test_vectorized_canonical_forms_are_the_reference_representatives(name):
 
 
 # ---------------------------------------------------------------- whole explorations
+# Scenarios whose full (unreduced) graph costs the reference seconds per design.
+BIG_FULL = {"burst3-abort", "burst3-fail", "burst3-expire"}
+
+
+def _policy(scn):
+    p = scn.policy
+    return (p.release, p.publication, p.leader_loss)
+
+
 def _cases():
-    """(scenario, variant, release, publication, symmetry settings) to compare with the reference.
+    """(scenario, variant, policy, symmetry settings) to compare with the reference.
 
     By default every scenario, policy and variant is covered without the whole product: each
     scenario with each variant under its own policy (with and without symmetry, except for the
-    full graph of burst3-abort, where three designs stand for all), each scenario with
-    each policy for the correct design, and each variant with each policy on the abort scenarios.
-    FLIGHTCHECK_SLOW=1 runs the whole product, both symmetry settings, burst4-abort included."""
-    names = sorted(n for n in SCENARIOS if n != "burst4-abort")
+    largest full graphs, where three designs stand for all), each scenario under each policy of its
+    grid (spec.scenario.policy_grid) for the correct design, and each variant under each policy on
+    the abort scenarios. FLIGHTCHECK_SLOW=1 runs the whole product, both symmetry settings,
+    burst4-abort included."""
     if SLOW:
-        return [(n, v, r, p, (True, False)) for n in sorted(SCENARIOS) for v in sorted(VARIANTS) for r, p in POLICIES]
-    out = set()
-    for n in names:
-        own = (SCENARIOS[n].policy.release, SCENARIOS[n].policy.publication)
-        # burst3-abort's full graph costs the reference seconds per variant: three designs there.
-        full = VARIANTS if n != "burst3-abort" else ("correct", "forget-at-release", "stranded-followers")
-        out |= {(n, v) + own + (((True, False) if v in full else (True,)),) for v in VARIANTS}
-        out |= {(n, "correct", r, p, (True,)) for r, p in POLICIES if (r, p) != own}
+        return [(n, v, _policy(g), (True, False)) for n in sorted(SCENARIOS) for v in sorted(VARIANTS)
+                for g in policy_grid(SCENARIOS[n])]
+    out: dict = {}
+
+    def add(n, v, pol, syms):
+        out[(n, v, pol)] = tuple(sorted(set(out.get((n, v, pol), ())) | set(syms), reverse=True))
+
+    for n in sorted(x for x in SCENARIOS if x != "burst4-abort"):
+        own = _policy(SCENARIOS[n])
+        few = ("correct", "forget-at-release", "stranded-followers")
+        for v in VARIANTS:
+            add(n, v, own, (True, False) if n not in BIG_FULL or v in few else (True,))
+        for g in policy_grid(SCENARIOS[n]):
+            add(n, "correct", _policy(g), (True,))
     for v in VARIANTS:
-        out |= {("burst2-abort", v, r, p, (True, False)) for r, p in POLICIES}
-        out |= {("burst3-abort", v, r, p, (True,)) for r, p in POLICIES}
-    merged: dict = {}
-    for n, v, r, p, syms in out:
-        merged[(n, v, r, p)] = tuple(sorted(set(merged.get((n, v, r, p), ())) | set(syms), reverse=True))
-    return sorted(k + (syms,) for k, syms in merged.items())
+        for g in policy_grid(SCENARIOS["burst2-abort"]):
+            add("burst2-abort", v, _policy(g), (True, False))
+        for g in policy_grid(SCENARIOS["burst3-abort"]):
+            add("burst3-abort", v, _policy(g), (True,))
+    return sorted(k + (syms,) for k, syms in out.items())
 
 
-@pytest.mark.parametrize("name,variant,release,publication,symmetries", _cases(), ids=lambda x: str(x))
-def test_batched_equals_reference_on_every_scenario_policy_and_variant(name, variant, release, publication, symmetries):
-    spec = VARIANTS[variant].build(SCENARIOS[name].with_policy(release=release, publication=publication))
+@pytest.mark.parametrize("name,variant,policy,symmetries", _cases(), ids=lambda x: str(x))
+def test_batched_equals_reference_on_every_scenario_policy_and_variant(name, variant, policy, symmetries):
+    release, publication, leader_loss = policy
+    scn = SCENARIOS[name].with_policy(release=release, publication=publication, leader_loss=leader_loss)
+    spec = VARIANTS[variant].build(scn)
     for sym in symmetries:
         a, b = explore(spec, symmetry=sym), explore_batched(spec, symmetry=sym)
         assert summary(b) == summary(a), sym
@@ -141,19 +158,19 @@ def test_the_largest_default_scenario_equals_the_reference_for_every_variant():
 
 
 def test_batched_reproduces_every_pinned_count_of_the_reference():
-    combos = dict(zip(POLICIES, range(4)))
     for name, counts in ALL_REDUCED.items():
-        for (release, publication), k in combos.items():
-            spec = FlightSpec(SCENARIOS[name].with_policy(release=release, publication=publication))
-            r = explore_batched(spec)
-            assert (r.stats.states, r.ok) == (counts[k], True), (name, release, publication)
-    for (name, release, publication), (reduced, full) in PINNED.items():
-        spec = FlightSpec(SCENARIOS[name].with_policy(release=release, publication=publication))
+        for scn, n in zip(policy_grid(SCENARIOS[name]), counts):
+            r = explore_batched(FlightSpec(scn))
+            assert (r.stats.states, r.ok) == (n, True), (name, scn.policy.label())
+    for (name, release, publication, leader_loss), (reduced, full) in PINNED.items():
+        spec = FlightSpec(SCENARIOS[name].with_policy(release=release, publication=publication,
+                                                      leader_loss=leader_loss))
         assert explore_batched(spec).stats.states == reduced
         if full is not None:
             assert explore_batched(spec, symmetry=False).stats.states == full
-    # The full graphs of the largest default scenario, out of the reference's reach in the suite.
-    for release, states, edges in (("after-prefill", 51_139, 405_779), ("on-completion", 46_243, 353_411)):
+    # The full graphs of the largest default scenario, out of the reference's reach in the suite
+    # (SPIN counts the same: scripts/bench_explore.py).
+    for release, states, edges in FULL_BURST4:
         r = explore_batched(FlightSpec(SCENARIOS["burst4-abort"].with_policy(release=release)), symmetry=False)
         assert (r.stats.states, r.stats.edges, r.ok) == (states, edges, True)
 
