@@ -14,14 +14,16 @@ Parts (each prints one markdown table):
 - symmetry: flightcheck with symmetry, every property (liveness included), both release points;
 - crossover: the reference explorer against the batched one on the default scenarios (the size
   above which ``--engine auto`` hands over).
-Times are wall-clock; CPU seconds are printed beside them, since the machine may be shared.
+Times are wall-clock; CPU seconds are printed beside them, since the machine may be shared. The
+crosscheck's "speed ratio" is flightcheck's states per second over SPIN's (pan's own search time),
+its "CPU ratio" SPIN's pan CPU seconds over flightcheck's; above 1 flightcheck is faster.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import platform
-import resource
 import time
 
 from flightcheck.checks.explore.batched import explore_batched
@@ -33,11 +35,7 @@ from flightcheck.spec.scenario import RELEASES, SCALE_SCENARIOS, SCENARIOS
 from flightcheck.spec.variants import VARIANTS
 
 CROSS = ["burst4", "burst5", "burst6", "burst7", "burst8", "mixed4-evict", "mixed6-evict"]
-
-
-def _children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
+THREADS = False
 
 
 def safety_props(spec):
@@ -51,24 +49,24 @@ def violated(result, kinds=("always", "deadlock_free")) -> list[str]:
 def crosscheck(names: list[str]) -> None:
     print("\n### Batched explorer vs SPIN, no symmetry, safety and deadlock\n")
     print("| scenario | release | states (flightcheck) | states (SPIN - 1) | verdicts equal | flightcheck s (CPU s) "
-          "| SPIN search s (CPU s) | SPIN total s | flightcheck states/s | SPIN states/s | speed ratio | time ratio |")
+          "| SPIN search s (CPU s) | SPIN with build s | flightcheck states/s | SPIN states/s | speed ratio | CPU ratio |")
     print("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for name in names:
         for release in RELEASES:
             spec = FlightSpec(SCALE_SCENARIOS[name].with_policy(release=release))
             cpu0 = time.process_time()
-            r = explore_batched(spec, symmetry=False, properties=safety_props(spec), max_states=10**9)
+            r = explore_batched(spec, symmetry=False, properties=safety_props(spec), max_states=10**9,
+                                threads=THREADS)
             cpu = time.process_time() - cpu0
-            c0 = _children_cpu()
-            s = spin_safety(spec, hash_bits=27 if r.stats.states > 4_000_000 else 24)
-            spin_cpu = _children_cpu() - c0
+            # SPIN's hash table sized for the graph (2 slots a state), as one would tune it by hand.
+            s = spin_safety(spec, hash_bits=max(20, math.ceil(math.log2(2 * r.stats.states))))
             same = violated(r) == sorted(s.violated) and r.stats.states == s.states - SPIN_START_STATES
+            rate, spin_rate = r.stats.states / r.stats.seconds, s.states_per_second
             print(f"| {name} | {release} | {r.stats.states:,} | {s.states - SPIN_START_STATES:,} | "
                   f"{'yes' if same else 'NO'} ({', '.join(violated(r)) or 'all hold'}) | "
-                  f"{r.stats.seconds:.2f} ({cpu:.1f}) | {s.seconds:.2f} ({spin_cpu:.1f} incl. build) | "
-                  f"{s.wall_seconds:.1f} | {r.stats.states / r.stats.seconds:,.0f} | {s.states_per_second:,.0f} | "
-                  f"{(r.stats.states / r.stats.seconds) / max(s.states_per_second, 1e-9):.2f} | "
-                  f"{s.seconds / r.stats.seconds:.2f} |", flush=True)
+                  f"{r.stats.seconds:.2f} ({cpu:.2f}) | {s.seconds:.2f} ({s.cpu_seconds:.2f}) | "
+                  f"{s.wall_seconds:.1f} | {rate:,.0f} | {spin_rate:,.0f} | {rate / max(spin_rate, 1e-9):.2f} | "
+                  f"{s.cpu_seconds / max(cpu, 1e-9):.2f} |", flush=True)
 
 
 def variants(names: list[str]) -> None:
@@ -79,7 +77,7 @@ def variants(names: list[str]) -> None:
         for v in VARIANTS.values():
             spec = v.build(SCALE_SCENARIOS[name].with_policy(**dict(v.demo_policy)))
             r = explore_batched(spec, symmetry=False, properties=safety_props(spec), max_states=10**9)
-            s = spin_safety(spec)
+            s = spin_safety(spec, optimize="-O0")  # counts and verdicts only: build fast
             same = violated(r) == sorted(s.violated) and r.stats.states == s.states - SPIN_START_STATES
             print(f"| {name} | {v.name} | {r.stats.states:,} | {', '.join(violated(r)) or '-'} | "
                   f"{', '.join(sorted(s.violated)) or '-'} | {'yes' if same else 'NO'} |", flush=True)
@@ -94,7 +92,7 @@ def liveness(names: list[str]) -> None:
             spec = v.build(SCENARIOS[name].with_policy(**dict(v.demo_policy)))
             r = explore_batched(spec, symmetry=False)
             ours = "violated" if not r.result("eventually_terminates").holds else "holds"
-            s = spin_liveness(spec)
+            s = spin_liveness(spec, optimize="-O0")
             theirs = "violated" if s.violated else "holds"
             print(f"| {name} | {v.name} | {ours} | {theirs} | {'yes' if ours == theirs else 'NO'} | "
                   f"{s.wall_seconds:.1f} |", flush=True)
@@ -106,7 +104,8 @@ def symmetry(names: list[str]) -> None:
     print("|---|---|---:|---:|---:|---:|---|")
     for name in names:
         for release in RELEASES:
-            r = explore_batched(FlightSpec(SCALE_SCENARIOS[name].with_policy(release=release)), max_states=10**9)
+            r = explore_batched(FlightSpec(SCALE_SCENARIOS[name].with_policy(release=release)), max_states=10**9,
+                                threads=THREADS)
             st = r.stats
             print(f"| {name} | {release} | {st.states:,} | {st.edges:,} | {st.seconds:.2f} | "
                   f"{st.states / st.seconds:,.0f} | {'ok' if r.ok else 'violated: ' + ', '.join(p.name for p in r.violations)} |",
@@ -139,7 +138,10 @@ def main() -> None:
                     choices=["crosscheck", "variants", "liveness", "symmetry", "crossover"])
     ap.add_argument("--scenarios", nargs="+", default=CROSS, choices=list(SCALE_SCENARIOS))
     ap.add_argument("--quick", action="store_true", help="the smaller scenarios only")
+    ap.add_argument("--threads", action="store_true", help="the batched explorer's two-thread pipeline")
     args = ap.parse_args()
+    global THREADS
+    THREADS = args.threads
     names = [n for n in args.scenarios if not args.quick or n in ("burst4", "burst5", "mixed4-evict")]
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} · Python {platform.python_version()} · {platform.machine()}")
     if "crosscheck" in args.part:

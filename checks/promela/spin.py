@@ -25,6 +25,7 @@ For example (needs Debian's ``spin`` and a C compiler, as ``scripts/setup.sh`` i
 from __future__ import annotations
 
 import re
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -50,6 +51,7 @@ class SpinRun:
     transitions: int = 0
     depth: int = 0
     seconds: float = 0.0          # pan's own "elapsed time" (search only)
+    cpu_seconds: float = 0.0      # CPU time of the pan runs (user + system)
     wall_seconds: float = 0.0     # spin -a + gcc + pan, all runs
     memory_mb: float = 0.0
     violated: list[str] = field(default_factory=list)
@@ -58,8 +60,8 @@ class SpinRun:
 
     @property
     def states_per_second(self) -> float:
-        """States stored per second of pan's search."""
-        return self.states / max(self.seconds, 1e-9)
+        """States stored per second of pan's search (pan reports its time in hundredths)."""
+        return self.states / max(self.seconds, 0.01)
 
 
 def available() -> bool:
@@ -79,8 +81,15 @@ def _build(text: str, work: Path, defines: list[str], optimize: str = "-O2") -> 
     return work / "pan"
 
 
-def _run(pan: Path, args: list[str], timeout: float | None) -> str:
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _run(pan: Path, args: list[str], timeout: float | None, run: "SpinRun") -> str:
+    c = _children_cpu()
     r = subprocess.run([str(pan), *args], cwd=pan.parent, capture_output=True, text=True, timeout=timeout)
+    run.cpu_seconds += _children_cpu() - c
     return r.stdout + r.stderr
 
 
@@ -105,7 +114,7 @@ def _normal(expr: str) -> str:
     return re.sub(r"[\s()]", "", expr).replace("->", "?")
 
 
-def spin_safety(spec: Any, *, memory_mb: int = 8192, hash_bits: int = 24, max_depth: int = 10_000_000,
+def spin_safety(spec: Any, *, memory_mb: int = 8192, hash_bits: int = 24, max_depth: int = 100_000,
                 timeout: float | None = None, collapse: bool = False, optimize: str = "-O2") -> SpinRun:
     """Every safety property and ``no_deadlock`` of ``spec``, checked by SPIN (see the module docstring)."""
     model = export_promela(spec)
@@ -118,8 +127,10 @@ def spin_safety(spec: Any, *, memory_mb: int = 8192, hash_bits: int = 24, max_de
         text = model.text
         while True:
             pan = _build(text, work, defines, optimize)
-            out = _run(pan, [f"-m{max_depth}", f"-w{hash_bits}"], timeout)
+            out = _run(pan, [f"-m{max_depth}", f"-w{hash_bits}"], timeout, run)
             _parse(out, run)
+            if "max search depth too small" in out:
+                raise SpinError(f"pan's depth bound -m{max_depth} is too small for this model; raise max_depth")
             m = re.search(r"assertion violated (.*) \(at depth \d+\)", out)
             if not m:
                 break
@@ -144,7 +155,7 @@ def spin_liveness(spec: Any, *, memory_mb: int = 8192, hash_bits: int = 22,
         nfair = max(2, -(-(model.num_processes + 2) // 4))
         pan = _build(model.text, Path(tmp), [f"-DMEMLIM={memory_mb}", f"-DNFAIR={nfair}"], optimize)
         for name in model.ltl:
-            out = _run(pan, ["-a", "-f", "-A", "-m1000000", f"-w{hash_bits}", "-N", name], timeout)
+            out = _run(pan, ["-a", "-f", "-A", "-m1000000", f"-w{hash_bits}", "-N", name], timeout, run)
             _parse(out, run)
             if "acceptance cycle" in out:
                 run.violated = ["eventually_terminates"]
