@@ -272,7 +272,7 @@ def _scale() -> dict[str, Scenario]:
         burst(4, classes=2, eviction=True, name="mixed4-evict",
               story="Two prompts, two requests each, with eviction of unreferenced pages."),
         burst(6, classes=2, eviction=True, name="mixed6-evict",
-              story="Two prompts, three requests each, with eviction: the eviction gap of released followers."),
+              story="Two prompts, three requests each, with eviction: released followers pin the leader's pages."),
         burst(8, decode=2, aborts=True, name="burst8-abort",
               story="Eight identical requests, two decode steps, capacity 2, client cancels."),
     ]

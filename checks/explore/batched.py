@@ -25,7 +25,7 @@ For example::
     >>> from flightcheck.spec.model import FlightSpec
     >>> res = explore_batched(FlightSpec(SCENARIOS["burst2"]), symmetry=False)
     >>> res.ok, res.stats.states, res.stats.edges
-    (True, 102, 218)
+    (True, 102, 210)
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ def test_spin_counts_the_explorers_states_plus_its_start_and_agrees_on_the_corre
     spec = FlightSpec(SCENARIOS["burst2-abort"])
     r = explore_batched(spec, symmetry=False)
     run = spin_safety(spec, optimize="-O0")
-    assert run.states == r.stats.states + SPIN_START_STATES == 212
+    assert run.states == r.stats.states + SPIN_START_STATES == 222
     assert run.violated == [] and r.ok
     assert spin_liveness(spec, optimize="-O0").violated == []
 
