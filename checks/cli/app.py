@@ -35,6 +35,7 @@ COMMAND_MODULES = [
     "flightcheck.checks.cli.cmd_prove",
     "flightcheck.checks.cli.cmd_export",
     "flightcheck.checks.cli.cmd_bench",
+    "flightcheck.checks.cli.cmd_mutate",
 ]
 
 
