@@ -17,6 +17,8 @@ from flightcheck.spec.properties import properties_for
 from flightcheck.spec.scenario import SCENARIOS
 from flightcheck.spec.variants import VARIANTS
 
+from switches import SLOW  # noqa: E402
+
 needs_spin = pytest.mark.skipif(not available(), reason="spin and gcc are installed by scripts/setup.sh")
 
 
@@ -65,7 +67,8 @@ def test_spin_counts_the_explorers_states_plus_its_start_and_agrees_on_the_corre
 
 
 @needs_spin
-@pytest.mark.parametrize("variant", ["forget-at-release", "early-release"])
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["forget-at-release"] + (["early-release"] if SLOW else []))
 def test_spin_finds_the_same_safety_violations_as_the_explorer(variant):
     spec = VARIANTS[variant].demo_spec()
     r = explore_batched(spec, symmetry=False)
