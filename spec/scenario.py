@@ -280,6 +280,8 @@ def _scale() -> dict[str, Scenario]:
 
 
 SCALE_SCENARIOS: dict[str, Scenario] = _scale()
+
+
 def policy_grid(scenario: Scenario) -> list[Scenario]:
     """The scenario under every policy it is checked with: both release points and both publications,
     and both leader-loss policies where a leader can be lost (aborts or failures)."""
