@@ -114,6 +114,18 @@ def _normal(expr: str) -> str:
     return re.sub(r"[\s()]", "", expr).replace("->", "?")
 
 
+def _assertion_name(printed: str, texts: dict[str, str], violated: list[str]) -> str | None:
+    """The property whose assertion SPIN printed. pan cuts the text it prints at 1,000 characters (a
+    long invariant such as ``quiescent_clean`` on four requests), so a printed text that is not a
+    whole assertion names the one property, not yet reported, that it is the beginning of."""
+    seen = _normal(printed)
+    name = texts.get(seen)
+    if name is None:
+        starts = [n for t, n in texts.items() if t.startswith(seen) and n not in violated]
+        name = starts[0] if len(starts) == 1 else None
+    return None if name in violated else name
+
+
 def spin_safety(spec: Any, *, memory_mb: int = 8192, hash_bits: int = 24, max_depth: int = 100_000,
                 timeout: float | None = None, collapse: bool = False, optimize: str = "-O2") -> SpinRun:
     """Every safety property and ``no_deadlock`` of ``spec``, checked by SPIN (see the module docstring)."""
@@ -134,8 +146,8 @@ def spin_safety(spec: Any, *, memory_mb: int = 8192, hash_bits: int = 24, max_de
             m = re.search(r"assertion violated (.*) \(at depth \d+\)", out)
             if not m:
                 break
-            name = texts.get(_normal(m.group(1)))
-            if name is None or name in run.violated:
+            name = _assertion_name(m.group(1), texts, run.violated)
+            if name is None:
                 raise SpinError(f"SPIN reports an assertion that is not a property's: {m.group(1)[:200]}")
             run.violated.append(name)
             text = text.replace(f"    assert({model.assertions[name]});  /* {name} */\n", "")

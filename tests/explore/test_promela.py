@@ -82,3 +82,15 @@ def test_spin_under_weak_fairness_finds_the_stranded_followers():
     spec = VARIANTS["stranded-followers"].demo_spec()
     assert not explore_batched(spec, symmetry=False).result("eventually_terminates").holds
     assert spin_liveness(spec, optimize="-O0").violated == ["eventually_terminates"]
+
+
+def test_an_assertion_pan_prints_cut_at_1000_characters_still_names_its_property():
+    from flightcheck.checks.promela.spin import _assertion_name, _normal
+    spec = VARIANTS["evict-referenced"].build(SCENARIOS["burst3-evict"])
+    assertions = export_promela(spec).assertions
+    texts = {_normal(t): name for name, t in assertions.items()}
+    long = assertions["quiescent_clean"]
+    assert len(long) > 1000
+    assert _assertion_name(long[:1000], texts, []) == "quiescent_clean"
+    assert _assertion_name(long, texts, ["quiescent_clean"]) is None  # reported twice: an error
+    assert _assertion_name("(x_0 == 7)", texts, []) is None
