@@ -1,44 +1,159 @@
-"""Explorer benchmark: states per second and time to verdict, with and without symmetry.
+"""Explorer benchmark: the batched explorer against SPIN on the exported model, in one run.
 
-Run: python scripts/bench_explore.py [--scenarios burst4-abort burst5-abort]
-Prints one markdown table row per (scenario, release, symmetry).
+Run: python scripts/bench_explore.py [--part crosscheck variants liveness symmetry crossover]
+     [--scenarios burst4 burst5 ...] [--quick]
+
+Parts (each prints one markdown table):
+- crosscheck: for each scale scenario, without symmetry, flightcheck's batched explorer (safety
+  properties and deadlock, no edges kept: the work SPIN's safety run does) and SPIN on the exported
+  model (``spin -a -o2``, ``gcc -O2 -DNOREDUCE -DSAFETY``, ``pan``): state counts (SPIN counts one more,
+  its start state), verdicts, time to verdict, states per second, and the ratios;
+- variants: every design variant on small scale scenarios, both checkers' violated properties;
+- liveness: ``eventually_terminates`` by the explorer and by SPIN (``pan -a -f``, one process per
+  engine action) for every variant on the small default scenarios;
+- symmetry: flightcheck with symmetry, every property (liveness included), both release points;
+- crossover: the reference explorer against the batched one on the default scenarios (the size
+  above which ``--engine auto`` hands over).
+Times are wall-clock; CPU seconds are printed beside them, since the machine may be shared. The
+crosscheck's "speed ratio" is flightcheck's states per second over SPIN's (pan's own search time),
+its "CPU ratio" SPIN's pan CPU seconds over flightcheck's; above 1 flightcheck is faster.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import platform
 import time
 
+from flightcheck.checks.explore.batched import explore_batched
 from flightcheck.checks.explore.explorer import explore
+from flightcheck.checks.promela.spin import SPIN_START_STATES, spin_liveness, spin_safety
 from flightcheck.spec.model import FlightSpec
-from flightcheck.spec.scenario import RELEASES, SCENARIOS, burst
+from flightcheck.spec.properties import properties_for
+from flightcheck.spec.scenario import RELEASES, SCALE_SCENARIOS, SCENARIOS
+from flightcheck.spec.variants import VARIANTS
 
-EXTRA = {
-    "burst5-abort": burst(5, aborts=True, notifications=True, name="burst5-abort"),
-    "burst4x2-abort": burst(4, classes=2, aborts=True, notifications=True, name="burst4x2-abort"),
-}
+CROSS = ["burst4", "burst5", "burst6", "burst7", "burst8", "mixed4-evict", "mixed6-evict"]
+THREADS = False
+
+
+def safety_props(spec):
+    return [p for p in properties_for(spec) if p.kind != "eventually"]
+
+
+def violated(result, kinds=("always", "deadlock_free")) -> list[str]:
+    return sorted(p.name for p in result.properties if not p.holds and p.kind in kinds)
+
+
+def crosscheck(names: list[str]) -> None:
+    print("\n### Batched explorer vs SPIN, no symmetry, safety and deadlock\n")
+    print("| scenario | release | states (flightcheck) | states (SPIN - 1) | verdicts equal | flightcheck s (CPU s) "
+          "| SPIN search s (CPU s) | SPIN with build s | flightcheck states/s | SPIN states/s | speed ratio | CPU ratio |")
+    print("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name in names:
+        for release in RELEASES:
+            spec = FlightSpec(SCALE_SCENARIOS[name].with_policy(release=release))
+            cpu0 = time.process_time()
+            r = explore_batched(spec, symmetry=False, properties=safety_props(spec), max_states=10**9,
+                                threads=THREADS)
+            cpu = time.process_time() - cpu0
+            # SPIN's hash table sized for the graph (2 slots a state), as one would tune it by hand.
+            s = spin_safety(spec, hash_bits=max(20, math.ceil(math.log2(2 * r.stats.states))))
+            same = violated(r) == sorted(s.violated) and r.stats.states == s.states - SPIN_START_STATES
+            rate, spin_rate = r.stats.states / r.stats.seconds, s.states_per_second
+            print(f"| {name} | {release} | {r.stats.states:,} | {s.states - SPIN_START_STATES:,} | "
+                  f"{'yes' if same else 'NO'} ({', '.join(violated(r)) or 'all hold'}) | "
+                  f"{r.stats.seconds:.2f} ({cpu:.2f}) | {s.seconds:.2f} ({s.cpu_seconds:.2f}) | "
+                  f"{s.wall_seconds:.1f} | {rate:,.0f} | {spin_rate:,.0f} | {rate / max(spin_rate, 1e-9):.2f} | "
+                  f"{s.cpu_seconds / max(cpu, 1e-9):.2f} |", flush=True)
+
+
+def variants(names: list[str]) -> None:
+    print("\n### Every variant: violated safety properties, batched explorer vs SPIN (no symmetry)\n")
+    print("| scenario | variant | states | flightcheck violated | SPIN violated | equal |")
+    print("|---|---|---:|---|---|---|")
+    for name in names:
+        for v in VARIANTS.values():
+            spec = v.build(SCALE_SCENARIOS[name].with_policy(**dict(v.demo_policy)))
+            r = explore_batched(spec, symmetry=False, properties=safety_props(spec), max_states=10**9)
+            s = spin_safety(spec, optimize="-O0")  # counts and verdicts only: build fast
+            same = violated(r) == sorted(s.violated) and r.stats.states == s.states - SPIN_START_STATES
+            print(f"| {name} | {v.name} | {r.stats.states:,} | {', '.join(violated(r)) or '-'} | "
+                  f"{', '.join(sorted(s.violated)) or '-'} | {'yes' if same else 'NO'} |", flush=True)
+
+
+def liveness(names: list[str]) -> None:
+    print("\n### eventually_terminates: explorer (no symmetry) vs SPIN under weak fairness (pan -a -f)\n")
+    print("| scenario | variant | flightcheck | SPIN | equal | SPIN s |")
+    print("|---|---|---|---|---|---:|")
+    for name in names:
+        for v in VARIANTS.values():
+            spec = v.build(SCENARIOS[name].with_policy(**dict(v.demo_policy)))
+            r = explore_batched(spec, symmetry=False)
+            ours = "violated" if not r.result("eventually_terminates").holds else "holds"
+            s = spin_liveness(spec, optimize="-O0")
+            theirs = "violated" if s.violated else "holds"
+            print(f"| {name} | {v.name} | {ours} | {theirs} | {'yes' if ours == theirs else 'NO'} | "
+                  f"{s.wall_seconds:.1f} |", flush=True)
+
+
+def symmetry(names: list[str]) -> None:
+    print("\n### flightcheck with symmetry: every property (liveness included)\n")
+    print("| scenario | release | states | edges | time to verdict (s) | states/s | verdict |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    for name in names:
+        for release in RELEASES:
+            r = explore_batched(FlightSpec(SCALE_SCENARIOS[name].with_policy(release=release)), max_states=10**9,
+                                threads=THREADS)
+            st = r.stats
+            print(f"| {name} | {release} | {st.states:,} | {st.edges:,} | {st.seconds:.2f} | "
+                  f"{st.states / st.seconds:,.0f} | {'ok' if r.ok else 'violated: ' + ', '.join(p.name for p in r.violations)} |",
+                  flush=True)
+
+
+def crossover() -> None:
+    print("\n### Reference explorer vs batched explorer on the default scenarios (symmetry on)\n")
+    print("| scenario | release | states | reference s | batched s | batched / reference |")
+    print("|---|---|---:|---:|---:|---:|")
+    rows = []
+    for name, scn in SCENARIOS.items():
+        for release in RELEASES:
+            spec = FlightSpec(scn.with_policy(release=release))
+            t = time.perf_counter()
+            a = explore(spec)
+            ta = time.perf_counter() - t
+            t = time.perf_counter()
+            b = explore_batched(spec)
+            tb = time.perf_counter() - t
+            assert a.stats.states == b.stats.states
+            rows.append((a.stats.states, name, release, ta, tb))
+    for states, name, release, ta, tb in sorted(rows):
+        print(f"| {name} | {release} | {states:,} | {ta:.3f} | {tb:.3f} | {tb / ta:.2f} |", flush=True)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--scenarios", nargs="+", default=["burst3-abort", "burst4-abort", "burst5-abort"])
-    ap.add_argument("--no-full", action="store_true", help="skip the runs without symmetry")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--part", nargs="+", default=["crosscheck", "variants", "liveness", "symmetry", "crossover"],
+                    choices=["crosscheck", "variants", "liveness", "symmetry", "crossover"])
+    ap.add_argument("--scenarios", nargs="+", default=CROSS, choices=list(SCALE_SCENARIOS))
+    ap.add_argument("--quick", action="store_true", help="the smaller scenarios only")
+    ap.add_argument("--threads", action="store_true", help="the batched explorer's two-thread pipeline")
     args = ap.parse_args()
-    print(f"# {time.strftime('%Y-%m-%d')} · Python {platform.python_version()} · {platform.machine()}")
-    print("| scenario | release | symmetry | states | edges | time to verdict (s) | states/s | verdict |")
-    print("|---|---|---|---:|---:|---:|---:|---|")
-    for name in args.scenarios:
-        scn = SCENARIOS.get(name) or EXTRA[name]
-        for release in RELEASES:
-            for sym in (True, False):
-                if not sym and (args.no_full or name.startswith("burst5")):
-                    continue
-                spec = FlightSpec(scn.with_policy(release=release))
-                r = explore(spec, symmetry=sym)
-                st = r.stats
-                print(f"| {name} | {release} | {'on' if sym else 'off'} | {st.states:,} | {st.edges:,} | "
-                      f"{st.seconds:.2f} | {st.states_per_second:,.0f} | {'ok' if r.ok else 'violated'} |", flush=True)
+    global THREADS
+    THREADS = args.threads
+    names = [n for n in args.scenarios if not args.quick or n in ("burst4", "burst5", "mixed4-evict")]
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')} · Python {platform.python_version()} · {platform.machine()}")
+    if "crosscheck" in args.part:
+        crosscheck(names)
+    if "variants" in args.part:
+        variants([n for n in ("burst4", "mixed4-evict") if n in names])
+    if "liveness" in args.part:
+        liveness(["burst2", "burst2-abort", "burst2-evict"] + ([] if args.quick else ["burst3-abort"]))
+    if "symmetry" in args.part:
+        symmetry([n for n in SCALE_SCENARIOS if not args.quick or n in names])
+    if "crossover" in args.part:
+        crossover()
 
 
 if __name__ == "__main__":

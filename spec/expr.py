@@ -1,9 +1,14 @@
 """A tiny expression layer in which the spec's guards and updates are written once.
 
 Every function here evaluates on plain Python values (``bool``/``int``), which is how the explorer
-runs the spec, and builds a z3 term as soon as one operand is a z3 expression, which is how the
-z3 checks read the same spec symbolically. Python's ``and``/``or``/``if`` cannot be overloaded,
-so spec code uses these instead wherever a value may be symbolic.
+runs the spec; it builds a z3 term as soon as one operand is a z3 expression, which is how the z3
+checks read the same spec symbolically; and it computes over whole numpy arrays as soon as one
+operand is an ``ndarray`` (one element per state of a frontier), which is how the batched explorer
+evaluates a guard over thousands of states at once. A fourth reading plugs in without this module
+knowing it: an operand whose type has a ``__spec_terms__`` attribute (an object with ``And``, ``Or``,
+``Not``, ``If`` and ``Sum``) is handed to it, which is how the Promela export prints the spec.
+Python's ``and``/``or``/``if`` cannot be overloaded, so spec code uses these instead wherever a value
+may be symbolic, and a Python ``if`` in the spec is only ever on concrete configuration.
 
 For example::
 
@@ -13,11 +18,17 @@ For example::
     10
     >>> Sum([If(x > 0, 1, 0) for x in (3, 0, 5)])
     2
+    >>> import numpy as np
+    >>> x = np.array([3, 0, 5], dtype=np.int16)
+    >>> If(x > 0, 1, 0).tolist(), Sum([x > 0, x > 4]).tolist()
+    ([1, 0, 1], [1, 0, 2])
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
+
+import numpy as _np
 
 try:  # z3 is a hard dependency of the package, but the concrete path must not need it.
     import z3 as _z3
@@ -31,33 +42,124 @@ def is_symbolic(x: Any) -> bool:
 
 
 _PLAIN = (bool, int)
+_NDARRAY = _np.ndarray
 
 
-def _any_symbolic(xs: Sequence[Any]) -> bool:
+class _Z3:
+    """The symbolic reading: z3 terms."""
+
+    @staticmethod
+    def And(xs: Sequence[Any]) -> Any:
+        return _z3.And(*[_as_bool(x) for x in xs])
+
+    @staticmethod
+    def Or(xs: Sequence[Any]) -> Any:
+        return _z3.Or(*[_as_bool(x) for x in xs])
+
+    @staticmethod
+    def Not(x: Any) -> Any:
+        return _z3.Not(x)
+
+    @staticmethod
+    def If(c: Any, a: Any, b: Any) -> Any:
+        return _z3.If(c, _as_term(a), _as_term(b))
+
+    @staticmethod
+    def Sum(xs: Sequence[Any]) -> Any:
+        return _z3.Sum([_as_int(x) for x in xs])
+
+
+class _Numpy:
+    """The batched reading: one array element per state; plain operands broadcast.
+
+    Results stay in the arrays' small integer type (Python constants adopt it), and booleans count
+    as 0/1 in sums, as they do in Python (numpy would add two bool arrays as a logical or).
+    """
+
+    @staticmethod
+    def And(xs: Sequence[Any]) -> Any:
+        out = True
+        for x in xs:
+            if type(x) is _NDARRAY:
+                out = _as_mask(x) if out is True else _np.logical_and(out, x)
+            elif not x:
+                return False
+        return out
+
+    @staticmethod
+    def Or(xs: Sequence[Any]) -> Any:
+        out = False
+        for x in xs:
+            if type(x) is _NDARRAY:
+                out = _as_mask(x) if out is False else _np.logical_or(out, x)
+            elif x:
+                return True
+        return out
+
+    @staticmethod
+    def Not(x: Any) -> Any:
+        return _np.logical_not(x)
+
+    @staticmethod
+    def If(c: Any, a: Any, b: Any) -> Any:
+        if type(a) is int and type(b) is int and -32768 <= min(a, b) and max(a, b) <= 32767:
+            a, b = _np.int16(a), _np.int16(b)  # two constants: keep the columns' small type
+        return _np.where(c, a, b)
+
+    @staticmethod
+    def Sum(xs: Sequence[Any]) -> Any:
+        out: Any = 0
+        for x in xs:
+            if type(x) is _NDARRAY and x.dtype == _np.bool_:
+                x = x.astype(_np.int16)
+            out = out + x
+        return out
+
+
+def _as_mask(x: Any) -> Any:
+    return x if x.dtype == _np.bool_ else x != 0
+
+
+_Z3_KIND, _NUMPY_KIND = _Z3(), _Numpy()
+
+
+def _kind(xs: Sequence[Any]) -> Any:
+    """The reading the operands call for: None for plain values, else the object that evaluates them."""
     # The concrete path is the explorer's hot loop: plain bools and ints are recognised by type alone.
     for x in xs:
-        if type(x) not in _PLAIN and is_symbolic(x):
-            return True
-    return False
+        if type(x) not in _PLAIN:
+            if type(x) is _NDARRAY:
+                return _NUMPY_KIND
+            if is_symbolic(x):
+                return _Z3_KIND
+            terms = getattr(type(x), "__spec_terms__", None)
+            if terms is not None:
+                return terms
+    return None
 
 
 def And(*xs: Any) -> Any:
-    """Conjunction of booleans or z3 Bool terms; ``And()`` is True."""
-    if _any_symbolic(xs):
-        return _z3.And(*[_as_bool(x) for x in xs])
-    return all(xs)
+    """Conjunction of booleans, z3 Bool terms or boolean arrays; ``And()`` is True."""
+    k = _kind(xs)
+    if k is None:
+        return all(xs)
+    return k.And(xs)
 
 
 def Or(*xs: Any) -> Any:
-    """Disjunction of booleans or z3 Bool terms; ``Or()`` is False."""
-    if _any_symbolic(xs):
-        return _z3.Or(*[_as_bool(x) for x in xs])
-    return any(xs)
+    """Disjunction of booleans, z3 Bool terms or boolean arrays; ``Or()`` is False."""
+    k = _kind(xs)
+    if k is None:
+        return any(xs)
+    return k.Or(xs)
 
 
 def Not(x: Any) -> Any:
-    """Negation of a boolean or a z3 Bool term."""
-    return _z3.Not(x) if is_symbolic(x) else not x
+    """Negation of a boolean, a z3 Bool term or a boolean array."""
+    if type(x) in _PLAIN:
+        return not x
+    k = _kind((x,))
+    return not x if k is None else k.Not(x)
 
 
 def Implies(a: Any, b: Any) -> Any:
@@ -66,20 +168,20 @@ def Implies(a: Any, b: Any) -> Any:
 
 
 def If(c: Any, a: Any, b: Any) -> Any:
-    """``a`` if ``c`` else ``b``; symbolic when any of the three is."""
-    if _any_symbolic((c, a, b)):
-        if not is_symbolic(c):
-            return a if c else b
-        return _z3.If(c, _as_term(a), _as_term(b))
-    return a if c else b
+    """``a`` if ``c`` else ``b``; symbolic (or an array) when any of the three is."""
+    k = _kind((c, a, b))
+    if k is None or _kind((c,)) is None:
+        return a if c else b
+    return k.If(c, a, b)
 
 
 def Sum(xs: Iterable[Any]) -> Any:
-    """Sum of integers or z3 Int terms (0 for an empty sequence)."""
+    """Sum of integers, z3 Int terms or integer arrays, booleans counting 0/1 (0 when empty)."""
     xs = list(xs)
-    if _any_symbolic(xs):
-        return _z3.Sum([_as_int(x) for x in xs])
-    return sum(xs)
+    k = _kind(xs)
+    if k is None:
+        return sum(xs)
+    return k.Sum(xs)
 
 
 def Min(a: Any, b: Any) -> Any:
@@ -89,7 +191,7 @@ def Min(a: Any, b: Any) -> Any:
 
 def pick(values: Sequence[Any], index: Any, default: Any = 0) -> Any:
     """``values[index]`` where ``index`` may be symbolic (an if-then-else chain over positions)."""
-    if not is_symbolic(index):
+    if _kind((index,)) is None:
         return values[index] if 0 <= index < len(values) else default
     out = default
     for k in range(len(values) - 1, -1, -1):

@@ -260,6 +260,28 @@ def _numbered() -> dict[str, Scenario]:
 SCENARIOS: dict[str, Scenario] = _numbered()
 
 
+# ---------------------------------------------------------------- scale scenarios (batched explorer)
+# Larger scopes for the batched explorer, `flightcheck explore --scenario NAME` and
+# scripts/bench_explore.py (the cross-check against SPIN). Kept apart from the numbered defaults,
+# which stay small enough for the reference explorer and for pictures; each count is pinned in
+# tests/explore/test_scale.py.
+def _scale() -> dict[str, Scenario]:
+    """The scale scenarios, smallest first."""
+    s = [burst(n, name=f"burst{n}", story=f"{n} identical requests at a cold cache.") for n in range(4, 9)]
+    s += [
+        burst(4, classes=2, eviction=True, name="mixed4-evict",
+              story="Two prompts, two requests each, with eviction of unreferenced pages."),
+        burst(6, classes=2, eviction=True, name="mixed6-evict",
+              story="Two prompts, three requests each, with eviction: released followers pin the leader's pages."),
+        burst(8, decode=2, aborts=True, name="burst8-abort",
+              story="Eight identical requests, two decode steps, capacity 2, client cancels."),
+    ]
+    return {scn.name: scn for scn in s}
+
+
+SCALE_SCENARIOS: dict[str, Scenario] = _scale()
+
+
 def policy_grid(scenario: Scenario) -> list[Scenario]:
     """The scenario under every policy it is checked with: both release points and both publications,
     and both leader-loss policies where a leader can be lost (aborts or failures)."""

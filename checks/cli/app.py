@@ -33,6 +33,7 @@ COMMAND_MODULES = [
     "flightcheck.checks.cli.cmd_engine",
     "flightcheck.checks.cli.cmd_conform",
     "flightcheck.checks.cli.cmd_prove",
+    "flightcheck.checks.cli.cmd_export",
     "flightcheck.checks.cli.cmd_bench",
     "flightcheck.checks.cli.cmd_mutate",
 ]

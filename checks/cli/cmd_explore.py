@@ -5,6 +5,8 @@ For example::
     $ flightcheck explore --scenario burst3-abort --release on-completion
     $ flightcheck explore --requests 3 --prompts 2 --aborts --json
     $ flightcheck explore --variant forget-at-release --render graph.svg
+    $ flightcheck explore --scenario burst8-abort            # a scale scenario: the batched explorer
+    $ flightcheck explore --scenario burst8 --no-symmetry --safety-only --engine batched
     $ flightcheck variants
     $ flightcheck check
 """
@@ -12,14 +14,18 @@ For example::
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Any, Callable, Iterator, Optional
 
 import typer
 from rich.console import Console
+from rich.live import Live
 
 from flightcheck.checks.cli.errors import check_choice, usage_error
-from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS, Scenario, burst
+from flightcheck.spec.scenario import (
+    COORDINATIONS, PUBLICATIONS, RELEASES, SCALE_SCENARIOS, SCENARIOS, Scenario, burst,
+)
 from flightcheck.spec.variants import VARIANTS
 
 
@@ -29,8 +35,8 @@ def build_scenario(scenario: Optional[str], requests: Optional[int], prompts: in
     if scenario is not None and requests is not None:
         raise usage_error("give either --scenario or --requests/--prompts, not both")
     if requests is not None:
-        if not 1 <= requests <= 6:
-            raise usage_error(f"--requests must be between 1 and 6 (the graph grows fast); got {requests}")
+        if not 1 <= requests <= 10:
+            raise usage_error(f"--requests must be between 1 and 10 (the graph grows fast); got {requests}")
         if not 1 <= prompts <= requests:
             raise usage_error(f"--prompts must be between 1 and --requests ({requests}); got {prompts}")
         if not 1 <= pages <= 4 or not 0 <= decode <= 3:
@@ -38,11 +44,38 @@ def build_scenario(scenario: Optional[str], requests: Optional[int], prompts: in
         return burst(requests, classes=prompts, pages=pages, decode=decode, aborts=aborts,
                      notifications=notifications, eviction=eviction)
     name = scenario or "burst2"
-    if name not in SCENARIOS:
-        raise usage_error(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
-    scn = SCENARIOS[name]
+    known = {**SCENARIOS, **SCALE_SCENARIOS}
+    if name not in known:
+        raise usage_error(f"unknown scenario {name!r}; known: {', '.join(known)}")
+    scn = known[name]
     opts = {k: True for k, v in (("aborts", aborts), ("notifications", notifications), ("eviction", eviction)) if v}
     return scn.with_options(**opts) if opts else scn
+
+
+@contextmanager
+def progress_display() -> Iterator[Callable[[Any], None]]:
+    """A progress callback for long explorations: states, depth, rate and memory on stderr.
+
+    Nothing is shown when stderr is not a terminal, or before the run has taken a second.
+    """
+    console = Console(stderr=True)
+    live: list[Live] = []
+
+    def show(p: Any) -> None:
+        if not console.is_terminal or p.seconds < 1.0:
+            return
+        text = (f"exploring: {p.states:,} states, depth {p.depth} (frontier {p.frontier:,}), "
+                f"{p.states_per_second:,.0f} states/s, {p.memory_bytes / 2**30:.2f} GiB")
+        if not live:
+            live.append(Live(text, console=console, transient=True, refresh_per_second=4))
+            live[0].start()
+        live[0].update(text)
+
+    try:
+        yield show
+    finally:
+        if live:
+            live[0].stop()
 
 
 def register(app: typer.Typer) -> None:
@@ -50,7 +83,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def explore(
-        scenario: Optional[str] = typer.Option(None, help=f"A default scenario: {', '.join(SCENARIOS)}."),
+        scenario: Optional[str] = typer.Option(
+            None, help=f"A default scenario ({', '.join(SCENARIOS)}) or a scale one ({', '.join(SCALE_SCENARIOS)})."),
         requests: Optional[int] = typer.Option(None, help="A burst of N requests instead of a named scenario."),
         prompts: int = typer.Option(1, help="Prompt classes in the burst (with --requests)."),
         pages: int = typer.Option(2, help="Full prompt pages per request (with --requests)."),
@@ -66,12 +100,19 @@ def register(app: typer.Typer) -> None:
         variant: str = typer.Option("correct", help=f"Design variant: {', '.join(VARIANTS)}."),
         symmetry: bool = typer.Option(True, help="Merge states that differ by renaming interchangeable requests."),
         max_states: int = typer.Option(2_000_000, min=1, help="Give up beyond this many states."),
+        engine: str = typer.Option("auto", help="auto (reference on small graphs, batched above) | reference | batched."),
+        memory_limit: Optional[float] = typer.Option(None, min=0.01, help="Memory bound in GiB (default: 3/4 of what is free)."),
+        safety_only: bool = typer.Option(False, "--safety-only", help="Skip liveness and keep no edges (much less memory)."),
         render: Optional[Path] = typer.Option(None, help="Write the graph: .dot, .svg, .png or .html."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
     ) -> None:
         """Explore a scenario's state graph exhaustively and check every property."""
-        from flightcheck.checks.explore.explorer import StateLimitExceeded, explore as run_explore
+        from flightcheck.checks.explore.engine import ENGINES, explore_with
+        from flightcheck.checks.explore.explorer import StateLimitExceeded
         from flightcheck.checks.explore.report import print_result
+        from flightcheck.spec.properties import properties_for
+
+        check_choice("engine", engine, ENGINES)
 
         check_choice("release", release, RELEASES)
         check_choice("publication", publication, PUBLICATIONS)
@@ -91,25 +132,35 @@ def register(app: typer.Typer) -> None:
         spec = v.build(scn)
         if render is not None and render.suffix.lower() not in (".dot", ".svg", ".png", ".html"):
             raise usage_error(f"--render must end in .dot, .svg, .png or .html; got {render.name!r}")
+        if safety_only and render is not None:
+            raise usage_error("--render needs the edges; leave out --safety-only")
+        props = [p for p in properties_for(spec) if p.kind != "eventually"] if safety_only else None
+        limit = int(memory_limit * 2**30) if memory_limit is not None else None
         try:
-            result = run_explore(spec, symmetry=symmetry, max_states=max_states)
+            with progress_display() as show:
+                result = explore_with(spec, engine=engine, symmetry=symmetry, max_states=max_states,
+                                      properties=props, memory_limit=limit,
+                                      keep_edges=False if safety_only else None, progress=show)
         except StateLimitExceeded as e:
             raise usage_error(str(e))
         if render is not None:
             from flightcheck.checks.explore.picture import RenderError
             from flightcheck.checks.explore.render import render_result
+            from flightcheck.checks.explore.state_graph import GraphTooLarge
             try:
                 render_result(result, render)
-            except RenderError as e:
+            except (RenderError, GraphTooLarge) as e:
                 raise usage_error(str(e))
         if as_json:
             out = result.to_json()
             out.update(scenario=scn.name, variant=variant, policy=scn.policy.__dict__)
+            out.setdefault("engine", "reference")
             print(json.dumps(out))
         else:
             console = Console()
             title = f"{scn.name} · {scn.policy.label()} · variant {variant}"
             print_result(console, result, title=title)
+            console.print(f"explorer: {result.extra.get('engine', 'reference')}")
             if render is not None:
                 console.print(f"graph written to {render}")
         raise typer.Exit(0 if result.ok else 1)

@@ -59,7 +59,7 @@ def _key(scn: Any) -> str:
 
 # --- explore ---------------------------------------------------------------------------------------------
 def _explore_one(scn: Any) -> tuple[str, bool, int, list[str], float, int]:
-    from flightcheck.checks.explore.explorer import explore
+    from flightcheck.checks.explore.engine import explore_with as explore
     from flightcheck.spec.model import FlightSpec
 
     r = explore(FlightSpec(scn))
@@ -84,7 +84,7 @@ def explore_stage(ctx: Context) -> list[Row]:
 def variants_stage(ctx: Context) -> list[Row]:
     """Every design variant on its demo scenario: correct ones pass, mutants fail as their story says,
     with the recorded shortest path."""
-    from flightcheck.checks.explore.explorer import explore
+    from flightcheck.checks.explore.engine import explore_with as explore
 
     rows = []
     for v in VARIANTS.values():

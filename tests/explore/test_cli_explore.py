@@ -51,7 +51,11 @@ def test_bad_arguments_exit_2_with_a_clear_message():
         (("explore", "--scenario", "nope"), "unknown scenario 'nope'"),
         (("explore", "--variant", "nope"), "unknown variant 'nope'"),
         (("explore", "--scenario", "burst2", "--requests", "2"), "either --scenario or --requests"),
-        (("explore", "--requests", "9"), "--requests must be between 1 and 6"),
+        (("explore", "--requests", "11"), "--requests must be between 1 and 10"),
+        (("explore", "--engine", "fast"), "--engine must be one of auto, reference, batched"),
+        (("explore", "--render", "x.svg", "--safety-only"), "--render needs the edges"),
+        (("export", "--scenario", "burst2"), "choose the format: --promela"),
+        (("export", "--promela", "--scenario", "nope"), "unknown scenario 'nope'"),
         (("explore", "--render", "x.jpg"), "--render must end in .dot, .svg, .png or .html"),
     ]
     for args, msg in cases:
@@ -74,3 +78,29 @@ def test_the_console_script_runs():
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["stats"]["states"] == 48
+
+
+def test_explore_scale_scenarios_run_on_the_batched_explorer():
+    out = json.loads(invoke("explore", "--scenario", "burst6", "--json").output)
+    assert out["verdict"] == "ok" and out["engine"] == "batched" and out["stats"]["states"] == 1318
+    out = json.loads(invoke("explore", "--scenario", "burst5", "--no-symmetry", "--safety-only", "--json").output)
+    assert out["stats"]["states"] == 43592 and "eventually_terminates" not in {p["name"] for p in out["properties"]}
+    out = json.loads(invoke("explore", "--scenario", "burst2", "--engine", "batched", "--json").output)
+    assert out["engine"] == "batched" and out["stats"]["states"] == 52
+
+
+def test_explore_beyond_the_memory_bound_exits_2_naming_the_scope_and_what_to_do():
+    r = invoke("explore", "--scenario", "burst6", "--no-symmetry", "--memory-limit", "0.01")
+    assert r.exit_code == 2
+    assert "burst6" in r.output and "memory bound of 10 MiB" in r.output and "symmetry reduction" in r.output
+
+
+def test_export_promela_writes_the_model(tmp_path):
+    path = tmp_path / "b2.pml"
+    r = invoke("export", "--promela", "--scenario", "burst2-abort", "--out", str(path))
+    assert r.exit_code == 0, r.output
+    text = path.read_text()
+    assert "active proctype flight()" in text and text.count(":: d_step") == 19
+    r = invoke("export", "--promela", "--variant", "stranded-followers", "--liveness")
+    assert r.exit_code == 0 and "ltl eventually_terminates_0" in r.output
+    assert invoke("export", "--promela", "--out", str(tmp_path / "no" / "such" / "dir.pml")).exit_code == 2
