@@ -18,6 +18,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from flightcheck.checks.cli.defaults import variant_scenario
 from flightcheck.checks.cli.errors import check_choice, usage_error
 from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS, Scenario, burst
 from flightcheck.spec.variants import VARIANTS
@@ -79,8 +80,11 @@ def register(app: typer.Typer) -> None:
         if variant not in VARIANTS:
             raise usage_error(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
         v = VARIANTS[variant]
-        if scenario is None and requests is None and variant != "correct":
-            scn = SCENARIOS[v.demo].with_policy(**dict(v.demo_policy))
+        if scenario is None and requests is None:
+            scn = variant_scenario(variant)  # the variant's own default, as every command uses it
+            opts = {k: True for k, val in (("aborts", aborts), ("notifications", notifications),
+                                           ("eviction", eviction)) if val}
+            scn = scn.with_options(**opts) if opts else scn
         else:
             scn = build_scenario(scenario, requests, prompts, aborts=aborts, notifications=notifications,
                                  eviction=eviction, pages=pages, decode=decode)
@@ -98,8 +102,14 @@ def register(app: typer.Typer) -> None:
         if render is not None:
             from flightcheck.checks.explore.picture import RenderError
             from flightcheck.checks.explore.render import render_result
+            from flightcheck.checks.explore.violating import violating_states
+            must = v.expected_violation
+            highlight = violating = None
+            if must is not None and not result.result(must).holds:  # the path of the property it must violate
+                highlight = result.result(must).counterexample
+                violating = (must, violating_states(result, must))
             try:
-                render_result(result, render)
+                render_result(result, render, highlight=highlight, violating=violating)
             except RenderError as e:
                 raise usage_error(str(e))
         if as_json:

@@ -16,6 +16,7 @@ For example::
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -24,6 +25,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from flightcheck.checks.cli.defaults import equiv_depth, pair_scenario
 from flightcheck.checks.cli.expect import Expectations
 from flightcheck.checks.cli.suite import Row
 from flightcheck.spec.scenario import PUBLICATIONS, RELEASES, SCENARIOS, policy_grid
@@ -55,6 +57,11 @@ def _parallel(fn: Callable[[Any], Any], items: list[Any], jobs: int) -> list[Any
 def _key(scn: Any) -> str:
     p = scn.policy
     return f"{scn.name} {p.release} {p.publication} {p.leader_loss}"
+
+
+def _where(scn: Any) -> dict[str, Any]:
+    """The scenario and policy a row is about, for the evidence (the report rebuilds specs from it)."""
+    return {"scenario": scn.name, "policy": dataclasses.asdict(scn.policy)}
 
 
 # --- explore ---------------------------------------------------------------------------------------------
@@ -158,24 +165,26 @@ def prove_stage(ctx: Context) -> list[Row]:
 # --- equiv -----------------------------------------------------------------------------------------------
 def equiv_stage(ctx: Context) -> list[Row]:
     """The seed's refactor: ``draining`` against ``correct`` must be equivalent, and every mutant must
-    differ from ``correct`` with a distinguishing sequence (each on its demo scenario)."""
+    differ from ``correct`` with a distinguishing sequence (each pair on the scenario and at the depth the
+    ``equiv`` command uses by default: :mod:`flightcheck.checks.cli.defaults`)."""
     from flightcheck.checks.proofs.equivalence import check_equivalence
 
     rows = []
     for v in VARIANTS.values():
         if v.name == "correct":
             continue
-        demo = SCENARIOS[v.demo].with_policy(**dict(v.demo_policy))
-        scn = SCENARIOS["burst2-abort"] if v.expected_violation is None else demo
+        scn = pair_scenario("correct", v.name)
         # The product induction proves the correct pair for every depth; BMC first rules out short differences.
-        res = check_equivalence("correct", v.name, scn, depth=6 if v.expected_violation is None else 10)
+        depth = equiv_depth("correct", v.name)
+        res = check_equivalence("correct", v.name, scn, depth=depth)
         ok = res.equivalent if v.expected_violation is None else not res.equivalent
         detail = res.summary()
         changed = ctx.expect.compare("equiv", v.name, [res.verdict, len(res.sequence)])
         if changed:
             ok, detail = False, f"verdict changed ({changed}); " + detail
         rows.append(Row("equiv", f"correct vs {v.name}", ok, detail, res.seconds,
-                        {"verdict": res.verdict, "sequence": res.sequence, "difference": res.difference}))
+                        {**_where(scn), "variant_a": "correct", "variant_b": v.name, "depth": depth,
+                         "verdict": res.verdict, "sequence": res.sequence, "difference": res.difference}))
     return rows
 
 
