@@ -6,7 +6,8 @@ For example::
     $ flightcheck explore --requests 3 --prompts 2 --aborts --json
     $ flightcheck explore --variant forget-at-release --render graph.svg
     $ flightcheck variants
-    $ flightcheck check
+    $ flightcheck check                       # ends naming the report: report: flightcheck-report/index.html
+    $ flightcheck check --quick --report out/ --json
 """
 
 from __future__ import annotations
@@ -149,8 +150,12 @@ def register(app: typer.Typer) -> None:
         model: str = typer.Option("tiny", help="tiny | smollm2: the model the conformance stage drives."),
         record: bool = typer.Option(False, "--record", help="Write this run's figures as the expected ones."),
         stage: Optional[list[str]] = typer.Option(None, "--stage", help="Run only this stage (repeatable)."),
+        report: Path = typer.Option(Path("flightcheck-report"), "--report", metavar="DIR",
+                                    help="Write the HTML report (index.html, graphs/) into DIR."),
+        no_report: bool = typer.Option(False, "--no-report", help="Write no report."),
     ) -> None:
-        """The main job: every check flightcheck has, over the default scenarios, with a summary."""
+        """The main job: every check flightcheck has, over the default scenarios, with a summary and a
+        static HTML report (opens from disk; its path is the last line)."""
         from flightcheck.checks.cli.suite import STAGES, run_suite
 
         check_choice("model", model, ("tiny", "smollm2"))
@@ -158,5 +163,8 @@ def register(app: typer.Typer) -> None:
         for s in stage or []:
             if s not in known:
                 raise usage_error(f"unknown --stage {s!r}; known: {', '.join(known)}")
-        ok = run_suite(as_json=as_json, quick=quick, budget=budget, model=model, record=record, stages=stage)
+        if not no_report and report.exists() and not report.is_dir():
+            raise usage_error(f"--report {report}: exists and is not a folder")
+        ok = run_suite(as_json=as_json, quick=quick, budget=budget, model=model, record=record, stages=stage,
+                       report_dir=None if no_report else report)
         raise typer.Exit(0 if ok else 1)
