@@ -99,6 +99,7 @@ class FlightLifecycle:
         new.phase = Phase.WAITING
         self.waiting.append(new)
         self.counters.num_promotions += 1
+        self.counters.num_pinned_pages += new.num_published  # its pins: the old leader's references
         self.events.emit("promote", flight=flight_id, leader=new.request_id, previous=old.request_id,
                          followers=list(flight.follower_request_ids))
 
@@ -117,9 +118,10 @@ class FlightLifecycle:
         request = self.requests.get(request_id)
         return request is not None and request.phase is Phase.BLOCKED
 
-    def expire(self, request_id: int) -> None:
+    def expire(self, request_id: int, reason: str = "client") -> None:
         """The follower leaves its flight for the released set, pins what its leader holds and goes to
-        admission to compute the rest itself."""
+        admission to compute the rest itself (``reason``: "client", a deadline of the caller's, or
+        "wait-bound", the engine's own bound)."""
         assert self.can_expire(request_id)
         request = self.requests[request_id]
         flight_id = request.flight_id
@@ -128,7 +130,7 @@ class FlightLifecycle:
         self._pin(request, self.held_pages(leader))
         request.is_expired = True
         self.counters.num_expiries += 1
-        self.events.emit("expire", request=request_id, flight=flight_id, leader=leader.request_id)
+        self.events.emit("expire", request=request_id, flight=flight_id, leader=leader.request_id, reason=reason)
 
     def _expire_waited_out(self) -> None:
         """The optional follower wait bound: a follower blocked for more steps than the bound expires."""
@@ -137,7 +139,7 @@ class FlightLifecycle:
             if request.phase is Phase.BLOCKED:
                 request.num_wait_steps += 1
                 if bound is not None and request.num_wait_steps > bound:
-                    self.expire(request.request_id)
+                    self.expire(request.request_id, "wait-bound")
 
     # --- the ends of a request -----------------------------------------------------------------
     def finish(self, request: Request, reason: str) -> None:

@@ -34,6 +34,7 @@ COMMAND_MODULES = [
     "flightcheck.checks.cli.cmd_conform",
     "flightcheck.checks.cli.cmd_prove",
     "flightcheck.checks.cli.cmd_bench",
+    "flightcheck.checks.cli.cmd_mutate",
     "flightcheck.checks.cli.cmd_docs",
 ]
 

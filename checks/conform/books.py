@@ -36,12 +36,14 @@ from collections import Counter
 from typing import Any
 
 from flightcheck.checks.conform.abstraction import computed_pages
+from flightcheck.checks.conform.witness import chain_tags
 from flightcheck.impl.request import Phase
 from flightcheck.spec import pool as spec_pool
 
 
-def engine_books(engine: Any, tracker: Any, expected: Any) -> list[str]:
-    """Every way the engine's structures disagree with each other or with the spec's derived figures."""
+def engine_books(engine: Any, tracker: Any, expected: Any, witness: Any = None) -> list[str]:
+    """Every way the engine's structures disagree with each other or with the spec's derived figures
+    (and, given the run's :class:`~flightcheck.checks.conform.witness.KVWitness`, with the K/V written)."""
     sched = engine.scheduler
     out: list[str] = []
     name = _namer(tracker)
@@ -49,9 +51,17 @@ def engine_books(engine: Any, tracker: Any, expected: Any) -> list[str]:
     out += _requests(sched, name)
     out += _coordinator(sched, name)
     out += _pool(sched, tracker)
+    if witness is not None:
+        out += kv_problems(sched, witness, name)
     if tracker.spec is not None and tracker.spec.scenario.has_pool and not out:
         out += _figures(sched, tracker, expected, name)
     return out
+
+
+def planned_pages(engine: Any) -> int:
+    """Pages running requests hold for work a step has planned but not yet reported (see computed_pages)."""
+    size = engine.scheduler.page_size
+    return sum(max(0, len(r.block_table) - computed_pages(r, size)) for r in engine.scheduler.running)
 
 
 def _namer(tracker: Any):
@@ -150,6 +160,30 @@ def _pool(sched: Any, tracker: Any) -> list[str]:
     return out
 
 
+def kv_problems(sched: Any, witness: Any, name=str) -> list[str]:
+    """Every running request's computed positions hold the K/V of its own tokens.
+
+    Position p of a request (prompt, then outputs) lives in slot p % page_size of page
+    block_table[p // page_size]; once computed, that slot must carry the chain tag of the request's own
+    first p + 1 tokens, whether the request wrote it or took the page from the cache. A wrong page in
+    a block table, a cache hit on another prompt's page, K/V written at the wrong position or a page
+    overwritten under a reader all show here, one sentence per request, at its first wrong position."""
+    size = sched.page_size
+    out = []
+    for r in sched.running:
+        n = r.num_computed
+        expected = chain_tags((tuple(r.token_ids) + tuple(r.output_token_ids))[:n])
+        for p, tag in enumerate(expected):
+            index = p // size
+            page = r.block_table[index] if index < len(r.block_table) else None
+            written = witness.tags.get(page, [None] * size)[p % size] if page is not None else None
+            if written != tag:
+                where = f"page {page} (index {index})" if page is not None else f"no page (index {index})"
+                out.append(f"{name(r.request_id)}'s position {p} in {where} does not hold the K/V of its own tokens")
+                break
+    return out
+
+
 def _figures(sched: Any, tracker: Any, expected: Any, name) -> list[str]:
     spec = tracker.spec
     s = spec.view(expected)
@@ -174,4 +208,37 @@ def _figures(sched: Any, tracker: Any, expected: Any, name) -> list[str]:
     if free != want_free:
         out.append(f"the pool has {sched.pool.num_free} free pages ({planned} more planned for this step), "
                    f"the spec {want_free}")
+    return out
+
+
+def finish_problems(engine: Any, engine_id: int, event: dict[str, Any]) -> list[str]:
+    """Whether a request finished at the first output that ends it, for the reason that ends it.
+
+    Read from its outputs alone (not from the engine's own test): the first output that is an EOS
+    token (unless ignored), completes a stop string, reaches ``max_tokens`` or fills the context ends
+    the request, with reason "eos", "stop" or "length" in that order of precedence."""
+    request = engine.scheduler.requests.get(engine_id)
+    if request is None:
+        return [f"finish: the engine no longer knows request {engine_id}"]
+    outputs, params = list(request.output_token_ids), request.sampling
+    eos = frozenset() if params.ignore_eos else engine.scheduler.eos_token_ids
+    detokenize = engine.scheduler.detokenize
+    end = None
+    for k, token in enumerate(outputs):
+        if token in eos:
+            end = (k, "eos")
+        elif params.stop and detokenize is not None and any(s in detokenize(outputs[:k + 1]) for s in params.stop):
+            end = (k, "stop")
+        elif k + 1 >= params.max_tokens or len(request.token_ids) + k >= engine.context:
+            end = (k, "length")
+        if end is not None:
+            break
+    if end is None:
+        return [f"finish: r{engine_id} finished ({event.get('reason')}) after {len(outputs)} outputs, none of which ends it"]
+    k, reason = end
+    out = []
+    if k + 1 != len(outputs):
+        out.append(f"finish: r{engine_id} should have finished at output {k + 1} ({reason}), finished after {len(outputs)}")
+    elif event.get("reason") != reason:
+        out.append(f"finish reason: engine {event.get('reason')}, its outputs say {reason}")
     return out

@@ -201,4 +201,36 @@ def build_all(*, seconds: float = 20.0, seed: int = 0, jobs: int = 2, only: list
             entries.append(entry)
             if progress is not None:
                 progress(entry)
-    return entries
+    return reduce_all(entries, jobs=jobs)
+
+
+def reduce(entry: CorpusEntry, model: str = "tiny") -> CorpusEntry:
+    """The fewest of ``entry``'s programs that still cover every edge the entry covers (greedy set cover:
+    the program with the most edges not yet covered first), with their traces refreshed."""
+    runs = [run_program(p, model) for p in entry.programs]
+    edges = [edges_of(out) for out in runs]
+    want = set().union(*edges) if edges else set()
+    chosen: list[int] = []
+    covered: set = set()
+    while covered != want:
+        k = max(range(len(edges)), key=lambda n: (len(edges[n] - covered), -n))
+        if not edges[k] - covered:
+            break
+        chosen.append(k)
+        covered |= edges[k]
+    chosen.sort()
+    return CorpusEntry(entry.scenario, dict(entry.policy), [runs[k].program for k in chosen],
+                       [runs[k].actions for k in chosen], entry.num_edges, entry.num_covered, dict(entry.missed))
+
+
+def _reduce_one(obj: dict[str, Any]) -> dict[str, Any]:
+    import flightcheck.impl  # noqa: F401 -- the fast BLAS before anything imports MLX, in a fresh process
+    return reduce(CorpusEntry.from_json(obj)).to_json()
+
+
+def reduce_all(entries: list[CorpusEntry], *, jobs: int = 2) -> list[CorpusEntry]:
+    """:func:`reduce` every entry, ``jobs`` at a time."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        return [CorpusEntry.from_json(obj) for obj in pool.map(_reduce_one, [e.to_json() for e in entries])]

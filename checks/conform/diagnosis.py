@@ -33,8 +33,10 @@ class Diagnosis:
     ``kind``: ``disabled`` (the event's action is not enabled in the spec), ``payload`` (its details
     disagree with the spec), ``state`` (the engine's abstract state differs from the spec's), ``property``
     (a safety property fails), ``stuck`` (the engine makes no progress with live requests),
-    ``termination`` (a termination verdict differs), ``error`` (the engine raised, or changed state on an
-    error). ``properties`` names the spec properties at stake, ``notes`` says how each was found.
+    ``termination`` (a termination verdict differs), ``step`` (a step broke a rule of the step loop the
+    runner counts: the prefill budget, the wait bound, a token from a failed pass, the step counters),
+    ``order`` (an event is missing, repeated, or arrives out of time order), ``effect`` (a client call returned without doing what it says), ``error`` (the engine raised, or
+    changed state on an error). ``properties`` names the spec properties at stake, ``notes`` says how each was found.
     """
 
     kind: str

@@ -285,7 +285,10 @@ class _Driver:
         elif name == "finish":
             if not sched.can_decode(req):
                 return f"the request is {req.phase.value}, not decode"
-            sched.finish(req, sched.can_finish(req) or "stop")
+            reason = sched.can_finish(req)
+            if reason is None:  # the spec's finish stands for any stop the client or the model can make
+                self.monitor.validator.forced_finishes.add(self.engine_id[i])
+            sched.finish(req, reason or "stop")
         elif name == "abort":
             eng.abort(self.engine_id[i])
         return None

@@ -78,6 +78,9 @@ class ProgramRun:
         self.features = {k: 0 for k in FEATURES}
         self.diagnosis: Diagnosis | None = None
         self.arrived: set[int] = set()
+        self.faulted: set[int] = set()  # requests whose next forward pass fails
+        self.waited: dict[int, int] = {}  # steps each request spent blocked, counted here
+        self.forward_passes = 0
 
     # --- selectors --------------------------------------------------------------------------------------
     def live(self, kind: str) -> list[int]:
@@ -152,6 +155,8 @@ class ProgramRun:
         sched = self.engine.scheduler
         before = len(self.engine.events.events)
         live = self.engine.has_unfinished()
+        blocked = set(self.live("blocked"))
+        held = set(self.live("held"))
         if len(sched.running) >= self.config.max_running and sched.waiting:
             self.features["capacity_full"] += 1
         self._guard("step", self.engine.step)
@@ -165,6 +170,7 @@ class ProgramRun:
                 self.features[{"promote": "promotions", "expire": "expiries", "evict": "evictions"}[a]] += 1
             elif a == "fail":
                 self.features["failures"] += 1
+        self._check_step(new, blocked, held)
         if live and not new and not self.live("held"):
             spec = self.monitor.spec
             pending = [str(a) for a in spec.enabled(self.monitor.state) if spec.is_engine(a)]
@@ -176,6 +182,51 @@ class ProgramRun:
                 properties=["no_deadlock"],
                 notes=["no engine step happens although requests are live: they can never terminate"]))
 
+    def _check_step(self, events: list[dict], blocked: set[int], held: set[int]) -> None:
+        """What one step must have done, counted by the runner (no spec slot holds it): the prefill budget,
+        one forward row per request, no token for a held request or from a failed pass, the wait bound,
+        and the step and forward-pass counters."""
+        cfg, reasons, props = self.config, [], []
+        passes = [ev for ev in events if ev["action"] in ("prefill", "decode", "fail")]
+        units = sum(ev.get("num_units", 0) for ev in passes if ev["action"] == "prefill")
+        if units > cfg.prefill_chunk_pages:
+            reasons.append(f"the step prefilled {units} units; the budget is {cfg.prefill_chunk_pages}")
+        rows = [ev["request"] for ev in passes]
+        reasons += [f"request {rid} had {rows.count(rid)} rows in one forward pass" for rid in sorted(set(rows))
+                    if rows.count(rid) > 1]
+        reasons += [f"request {ev['request']} was held but prefilled" for ev in passes
+                    if ev["action"] == "prefill" and ev["request"] in held]
+        for ev in passes:
+            if ev["request"] in self.faulted and ev["action"] != "fail":
+                reasons.append(f"request {ev['request']}'s forward pass gave non-finite logits, yet it {ev['action']}ed")
+                props.append("termination_validated")
+            self.faulted.discard(ev["request"])
+        self.forward_passes += 1 if passes else 0
+        sched = self.engine.scheduler
+        bound = cfg.follower_wait_bound
+        expired = {ev["request"]: ev.get("reason") for ev in events if ev["action"] == "expire"}
+        still = set(self.live("blocked"))
+        for rid in blocked:
+            if rid in still or expired.get(rid) == "wait-bound":
+                self.waited[rid] = self.waited.get(rid, 0) + 1
+        for rid, reason in expired.items():
+            if reason != "wait-bound" or bound is None:
+                reasons.append(f"request {rid} expired in a step (reason {reason}) without a wait bound to pass")
+            elif self.waited.get(rid, 0) != bound + 1:
+                reasons.append(f"request {rid} expired after {self.waited.get(rid, 0)} blocked steps; the bound is {bound}")
+        if bound is not None:
+            reasons += [f"request {rid} has been blocked for {self.waited[rid]} steps, past the bound {bound}"
+                        for rid in sorted(still) if self.waited.get(rid, 0) > bound]
+        counters = self.engine.counters
+        if counters["num_steps"] != self.steps or counters["num_forward_passes"] != self.forward_passes:
+            reasons.append(f"the engine counts {counters['num_steps']} steps and {counters['num_forward_passes']} "
+                           f"forward passes; the runner {self.steps} and {self.forward_passes}")
+        if len(sched.running) > cfg.max_running:
+            reasons.append(f"{len(sched.running)} requests run; max_running is {cfg.max_running}")
+        if reasons:
+            raise ConformanceError(Diagnosis("step", "the step broke a rule of the engine's step loop",
+                                             last_state=self._last_state(), reasons=reasons, properties=props))
+
     def _op_abort(self, kind: str, k: int) -> bool:
         rid = self._pick(kind if kind in KINDS else "any", k)
         if rid is None:
@@ -185,7 +236,9 @@ class ProgramRun:
             self.features["leaders_lost_in_prefill"] += 1
         self.rules.append(f"abort(request {rid}, a {kind} in {req.phase.value})")
         self.features["aborts"] += 1
+        before = len(self.engine.events.events)
         self._guard("abort", lambda: self.engine.abort(rid))
+        self._check_effect("abort", rid, before, "aborted")
         return True
 
     def _op_fault(self, kind: str, k: int) -> bool:
@@ -195,6 +248,7 @@ class ProgramRun:
         rid = ids[k % len(ids)]
         self.rules.append(f"fault(request {rid}: its next forward pass fails)")
         self._guard("fault", lambda: self.engine.inject_fault(rid))
+        self.faulted.add(rid)
         return True
 
     def _op_expire(self, k: int) -> bool:
@@ -202,8 +256,21 @@ class ProgramRun:
         if rid is None:
             return False
         self.rules.append(f"expire(request {rid})")
+        before = len(self.engine.events.events)
         self._guard("expire", lambda: self.engine.expire(rid))
+        self._check_effect("expire", rid, before, "waiting")
         return True
+
+    def _check_effect(self, action: str, rid: int, before: int, phase: str) -> None:
+        """A client call that returned must have done what it says: its event, and the request's new phase."""
+        got = [ev for ev in self.engine.events.events[before:] if ev["action"] == action and ev.get("request") == rid]
+        now = self.engine.scheduler.requests[rid].phase.value
+        if not got or now != phase:
+            raise ConformanceError(Diagnosis(
+                "effect", f"{action}(request {rid}) returned but did not take effect",
+                last_state=self._last_state(), properties=["termination_validated"] if action == "abort" else
+                ["expired_never_blocked"],
+                reasons=[f"{'an' if got else 'no'} {action} event for request {rid}; it is {now}, not {phase}"]))
 
     def _op_hold(self, kind: str, k: int) -> bool:
         ids = [r for r in self.live(kind if kind in KINDS else "any") if r in self.live("holdable")]

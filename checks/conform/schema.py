@@ -62,7 +62,7 @@ EVENT_FIELDS: dict[str, dict[str, Field]] = {
     "evict": {"key": required(STR), "page_id": optional(INT), "index": optional(COUNT)},
     "abort": {"request": REQUEST, "phase": required(STR)},
     "notify": {"request": REQUEST, "accepted": optional(BOOL), "error": optional(STR)},
-    "expire": {"request": REQUEST, "flight": required(INT), "leader": required(INT)},
+    "expire": {"request": REQUEST, "flight": required(INT), "leader": required(INT), "reason": optional(STR)},
     "fail": {"request": REQUEST, "phase": required(STR), "error": optional(STR)},
 }
 

@@ -93,6 +93,16 @@ class SpecTracker:
         i = len(self.engine_of)
         if self.fixed is not None and self.next_index is not None:
             i, self.next_index = self.next_index, None
+        if token_ids is not None:
+            known, same = self.class_of_input.get(input_key), self.class_of_tokens.get(tuple(token_ids))
+            if known is not None and self.class_tokens.get(known) != tuple(token_ids):
+                raise ConformanceError(Diagnosis("payload", f"request {engine_id}'s input key {input_key} is another "
+                                                 "prompt's: different prompts would share a flight",
+                                                 properties=["one_flight_per_input"]))
+            if same is not None and known is None:
+                raise ConformanceError(Diagnosis("payload", f"request {engine_id}'s prompt arrived before under another "
+                                                 f"input key than {input_key}: identical prompts would not share a flight",
+                                                 properties=["one_flight_per_input"]))
         num_pages, tail = divmod(num_tokens, PAGE_SIZE)
         has_tail = tail != 0
         if self.fixed is not None:

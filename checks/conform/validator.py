@@ -39,12 +39,14 @@ from dataclasses import replace
 from typing import Any, Iterator
 
 from flightcheck.checks.conform.abstraction import abstract_state, state_diff, without_ghosts
-from flightcheck.checks.conform.books import engine_books
+from flightcheck.checks.conform.books import engine_books, finish_problems, planned_pages
+from flightcheck.checks.conform.counters import ReferenceCounters
 from flightcheck.checks.conform.witness import KVWitness
 from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
 from flightcheck.checks.conform.explain import explain_guard, forced, lookahead, violated
 from flightcheck.checks.conform.tracker import SpecTracker
 from flightcheck.spec.describe import describe
+from flightcheck.impl.pages import PAGE_SIZE
 from flightcheck.spec.model import Action, FlightSpec
 from flightcheck.spec.properties import safety_properties
 from flightcheck.spec.state import ABORTED, BLOCKED, DECODE, FAILED, FINISHED, PHASE_NAMES, State
@@ -62,6 +64,11 @@ class TraceValidator:
         self.depth = depth
         self.num_events = 0
         self.actions: list[str] = []
+        self.reference = ReferenceCounters(PAGE_SIZE, tracker.policy.prefix_caching)
+        # Engine IDs a replay finished itself (the spec's finish at any decode point): their outputs do not end them.
+        self.forced_finishes: set[int] = set()
+        self.last_arrival = 0.0
+        self.prompt_tokens: dict[Any, Any] = {}  # engine ID -> prompt length from its arrive event
 
     @property
     def spec(self) -> FlightSpec:
@@ -79,6 +86,15 @@ class TraceValidator:
         """Check one event; raises :class:`ConformanceError` with a diagnosis on a mismatch."""
         tr = self.tracker
         name = event.get("action")
+        if "seq" in event and event["seq"] != self.num_events:  # a lost or repeated event makes every later verdict moot
+            self._fail("order", f"event seq {event['seq']} where seq {self.num_events} was due", event, None,
+                       tr.state, [f"{event['seq'] - self.num_events} events missing" if event["seq"] > self.num_events
+                                  else "an event repeated or out of order"])
+        if name == "arrive" and isinstance(event.get("t"), (int, float)):
+            if event["t"] < self.last_arrival:
+                self._fail("order", f"request {event.get('request')} arrived at t={event['t']}, before the previous "
+                           f"arrival (t={self.last_arrival})", event, None, tr.state, ["arrival times go back"])
+            self.last_arrival = event["t"]
         self.num_events += 1
         if name == "arrive":
             before = tr.state
@@ -91,6 +107,8 @@ class TraceValidator:
                 tr.apply_arrival(i)
             action = tr.last_action
             self._check_arrive(event, action, before)
+            self.prompt_tokens[event.get("request")] = event.get("num_tokens")
+            self.reference.observe(tr.spec, event, action, tr.state, tr.state)  # an arrival counts by its role
         elif tr.spec is None:
             if name == "notify":  # nothing has arrived: every ID is unknown, and there is no state to check
                 return Action("notify", 0)
@@ -103,6 +121,7 @@ class TraceValidator:
                     self._refused(event, action, before)
                 after = self.spec.apply(before, action)
             self._check_payload(event, action, before, after)
+            self.reference.observe(self.spec, event, action, before, after)
             tr.state = after
             tr.last_action = action
             if action.name == "promote":  # the flight keeps its engine ID under its new leader's name
@@ -177,14 +196,23 @@ class TraceValidator:
         spec, n, i = self.spec, action.name, action.arg
         b, a = spec.view(before), spec.view(after)
         r: list[str] = []
-        if n == "admit" and event.get("hit_pages") != a.hit[i]:
-            r.append(f"hit_pages: engine {event.get('hit_pages')}, spec {a.hit[i]}")
+        if n == "admit":
+            if event.get("hit_pages") != a.hit[i]:
+                r.append(f"hit_pages: engine {event.get('hit_pages')}, spec {a.hit[i]}")
+            elif "recovered_tokens" in event and event["recovered_tokens"] != a.hit[i] * PAGE_SIZE:
+                r.append(f"recovered_tokens: engine {event['recovered_tokens']}, spec {a.hit[i] * PAGE_SIZE}")
         elif n == "prefill":
+            length = self.prompt_tokens.get(self.tracker.engine_of.get(i))  # a run draws its own tail lengths
             if event.get("num_units") != a.done[i] - b.done[i]:
                 r.append(f"num_units: engine {event.get('num_units')}, spec {a.done[i] - b.done[i]}")
             if bool(event.get("first_token")) != (a.ph[i] == DECODE):
                 r.append(f"first_token: engine {event.get('first_token')}, spec {a.ph[i] == DECODE}")
-        elif n in ("publish", "finish"):
+            if "first_page" in event and event["first_page"] != b.done[i]:
+                r.append(f"first_page: engine {event['first_page']}, spec {b.done[i]}")
+            tokens = min(length, a.done[i] * PAGE_SIZE) - b.done[i] * PAGE_SIZE if isinstance(length, int) else None
+            if "num_tokens" in event and tokens is not None and event["num_tokens"] != tokens:
+                r.append(f"num_tokens: engine {event['num_tokens']}, spec {tokens}")
+        if n in ("publish", "finish"):
             got = [p["index"] for p in event.get("pages" if n == "publish" else "published", [])]
             want = list(range(b.pubd[i], a.pubd[i] if n == "publish" else spec.published_upto(b, i)))
             if got != want:
@@ -222,6 +250,8 @@ class TraceValidator:
             self._fail("termination", f"the engine rejected a termination of r{i} the coordinator must accept",
                        event, action, before, [f"r{i} is still known to the spec's coordinator"],
                        ["termination_validated"])
+        if n == "finish" and self.engine is not None and not r and self.tracker.engine_of[i] not in self.forced_finishes:
+            r += finish_problems(self.engine, self.tracker.engine_of[i], event)
         if r:
             at_stake = violated(spec, after) + [p for p in _PAYLOAD_PROPERTIES.get(n, []) if p not in violated(spec, after)]
             self._fail("payload", f"{action}: the event's details differ from the spec", event, action, before, r,
@@ -240,13 +270,19 @@ class TraceValidator:
         actual = abstract_state(self.engine, self.tracker, self.witness)
         diffs = state_diff(spec, without_ghosts(spec, expected), actual)
         bad = violated(spec, actual)
-        books = engine_books(self.engine, self.tracker, expected)
+        books = engine_books(self.engine, self.tracker, expected, self.witness)
         if books:
             self._fail("state", f"the engine's own accounting is wrong{f' after {action}' if action else ''}",
                        event, action, before if before is not None else expected, books,
                        _at_stake(books), ["the engine's structures disagree with each other or with the spec's "
                                            "derived figures (free, reserved, block tables)"])
         if not diffs and not bad:
+            # Last, as the least telling: the counters users read, recounted from the events.
+            counts = self.reference.differences(self.engine.counters, planned_pages(self.engine))
+            if counts:
+                self._fail("state", f"the engine's counters are wrong{f' after {action}' if action else ''}",
+                           event, action, before if before is not None else expected, counts, [],
+                           ["each counter is recounted from the events the monitor has checked"])
             return
         props, notes = list(bad), [f"the engine's abstract state violates {p}" for p in bad]
         if not bad:
@@ -294,7 +330,8 @@ def _at_stake(reasons: list[str]) -> list[str]:
     out = []
     for word, prop in (("reserv", "admission_has_room"), ("free", "admission_has_room"), ("ref", "refcounts_exact"),
                        ("queue", "no_deadlock"), ("released set", "termination_validated"),
-                       ("flight", "one_flight_per_input"), ("holds", "quiescent_clean")):
+                       ("flight", "one_flight_per_input"), ("holds", "quiescent_clean"),
+                       ("K/V of its own tokens", "visible_after_compute")):
         if any(word in r for r in reasons) and prop not in out:
             out.append(prop)
     return out

@@ -27,7 +27,7 @@ PREFILL = {"seq": 2, "action": "prefill", "request": 0, "first_page": 0, "num_un
 # (case, file contents, line, field, what the message says): each a malformed event log.
 EVENT_LOGS = [
     ("field of the wrong type", jsonl(HEADER, ARRIVE | {"num_tokens": "forty"}), 2, "num_tokens",
-     "must be an integer >= 0, got 'forty'"),
+     "must be an integer >= 1, got 'forty'"),
     ("request that is a list", jsonl(HEADER, ARRIVE, ADMIT | {"request": [0]}), 3, "request",
      "must be an integer, got [0]"),
     ("missing field", jsonl(HEADER, without(ARRIVE, "input")), 2, "input",

@@ -31,6 +31,12 @@ def burst_log(path=None):
     return engine.events.events
 
 
+def resequenced(events):
+    """A hand-edited log as a careful editor would leave it: its events numbered again in their new order, so the
+    check under test is the spec's, not the log's sequence numbers."""
+    return [dict(e, seq=k) for k, e in enumerate(events)]
+
+
 def test_real_log_validates():
     events = burst_log()
     report = validate_events(events, policy_of(CONFIG))
@@ -46,7 +52,7 @@ def test_follower_admitted_before_release_is_rejected():
     rel = next(e for e in events if e["action"] == "release")
     corrupted = [e for e in events if e is not admit1]
     corrupted.insert(corrupted.index(rel), admit1)
-    report = validate_events(corrupted, policy_of(CONFIG))
+    report = validate_events(resequenced(corrupted), policy_of(CONFIG))
     assert not report.ok
     d = report.diagnosis
     assert d.kind == "disabled" and d.action == "admit(1)"
@@ -68,7 +74,7 @@ def test_publish_twice_is_rejected():
     events = burst_log()
     pub = next(e for e in events if e["action"] == "publish")
     corrupted = events[:events.index(pub) + 1] + [pub] + events[events.index(pub) + 1:]
-    report = validate_events(corrupted, policy_of(CONFIG))
+    report = validate_events(resequenced(corrupted), policy_of(CONFIG))
     assert not report.ok and report.diagnosis.action == "publish(0)"
     assert report.diagnosis.reasons == ["r0 has nothing computed to publish (published 1, computed shareable 1)"]
 
@@ -79,9 +85,36 @@ def test_release_before_publication_names_the_property():
     first_pub = next(e for e in events if e["action"] == "publish")
     corrupted = [e for e in events if e is not rel]
     corrupted.insert(corrupted.index(first_pub), rel)
-    report = validate_events(corrupted, policy_of(CONFIG))
+    report = validate_events(resequenced(corrupted), policy_of(CONFIG))
     assert not report.ok and report.diagnosis.action == "release(0)"
     assert "release_after_publication" in report.diagnosis.properties
+
+
+def test_a_lost_event_is_an_order_failure_naming_how_many():
+    events = burst_log()
+    lost = events[:5] + events[7:]
+    report = validate_events(lost, policy_of(CONFIG))
+    assert not report.ok and report.diagnosis.kind == "order"
+    assert report.diagnosis.reasons == ["2 events missing"]
+    assert len(report.actions) == 5  # the five events before the gap were checked
+
+
+def test_a_moved_event_is_an_order_failure_when_its_number_says_so():
+    events = burst_log()
+    moved = events[:3] + [events[4], events[3]] + events[5:]
+    report = validate_events(moved, policy_of(CONFIG))
+    assert not report.ok and report.diagnosis.kind == "order"
+    assert report.diagnosis.reasons == ["1 events missing"]
+
+
+def test_arrivals_that_go_back_in_time_are_an_order_failure():
+    events = [dict(e) for e in burst_log()]
+    arrivals = [e for e in events if e["action"] == "arrive"]
+    assert all("t" in e for e in arrivals)
+    arrivals[0]["t"], arrivals[1]["t"] = 2.0, 1.0
+    report = validate_events(events, policy_of(CONFIG))
+    assert not report.ok and report.diagnosis.kind == "order"
+    assert report.diagnosis.reasons == ["arrival times go back"]
 
 
 def test_monitor_catches_a_corrupted_engine_state():
@@ -98,7 +131,7 @@ def test_monitor_catches_a_corrupted_engine_state():
         monitor.check("after the corruption")
     d = info.value.diagnosis
     assert d.kind == "state" and d.reasons == ["rel[1]: spec 1, engine 0"]
-    assert d.properties == ["termination_validated"]
+    assert d.properties[0] == "termination_validated"
 
 
 def test_cli_validate(tmp_path):
@@ -157,5 +190,6 @@ def test_a_prefill_budget_shared_between_requests_validates():
     first = next(e for e in events if e["action"] == "prefill")
     report = validate_events(events, policy_of(EngineConfig(num_pages=128, coordination="none", prefill_chunk_pages=3)))
     assert not report.ok
-    assert report.diagnosis.reasons == ["num_units: engine 5, spec 3", "first_token: engine True, spec False"]
+    assert report.diagnosis.reasons == ["num_units: engine 5, spec 3", "first_token: engine True, spec False",
+                                       "num_tokens: engine 70, spec 48"]
     assert first["num_units"] == 5

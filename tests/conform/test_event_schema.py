@@ -24,14 +24,24 @@ PROMPT = [3, 1, 4, 1, 5, 9, 2, 6] * 5
 
 def busy_engine(coordination: str) -> Engine:
     """A run with every action: a burst (publish, release), an abort, evictions under memory pressure, a
-    rejected termination notice."""
-    engine = Engine.tiny(EngineConfig(num_pages=10, max_running=2, prefill_chunk_pages=1, coordination=coordination))
+    rejected termination notice; with coordination, a leader lost to promotion, an expiry and a failure."""
+    leader_loss = "promote" if coordination == "single-flight" else "release-all"
+    engine = Engine.tiny(EngineConfig(num_pages=10, max_running=2, prefill_chunk_pages=1, coordination=coordination,
+                                      leader_loss=leader_loss))
     for _ in range(3):
         engine.add_request(PROMPT, SamplingParams(max_tokens=3))
     doomed = engine.add_request([7] * 40, SamplingParams(max_tokens=3))
     engine.step()
     engine.abort(doomed)
     engine.run()
+    if coordination == "single-flight":
+        burst = [engine.add_request([9] * 40, SamplingParams(max_tokens=3)) for _ in range(4)]
+        engine.step()
+        engine.abort(burst[0])   # the leader is lost: burst[1] is promoted
+        engine.expire(burst[3])  # a follower stops waiting
+        engine.step()
+        engine.inject_fault(burst[1])
+        engine.run()
     for k in range(3):
         engine.add_request([k + 20] * 50, SamplingParams(max_tokens=2))
     engine.run()
@@ -94,7 +104,7 @@ def test_each_required_field_of_each_row_is_enforced(row):
     """Generic over the table: leaving out any required field of any action names that field."""
     event = {"seq": 0, "action": row}
     for name, f in EVENT_FIELDS[row].items():
-        for value in (0, "k", [], False, 0.5, None):
+        for value in (0, 1, "k", [], False, 0.5, None):
             if f.kind.problem(value) is None:
                 event[name] = value
                 break

@@ -1,0 +1,226 @@
+"""Command ``mutate``: mutation testing of the engine against the checks ``flightcheck check`` runs.
+
+For example::
+
+    $ flightcheck mutate --quick --sample 20 --seed 1          # a taste: 20 random mutants, quick stages
+    $ flightcheck mutate --out runs/mutate                     # every mutant of the three files; report.md, results.json
+    $ flightcheck mutate --file impl/pages.py --list           # the mutants and their IDs, nothing run
+    $ flightcheck mutate --id 'impl/coordinator.py::Coordinator.release::delete::...' --json
+    $ flightcheck mutate --min-score 0.95                      # exit 1 below 95%
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import json
+import shlex
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from flightcheck.checks.cli.errors import usage_error
+
+
+def _check_stage(path: str) -> str:
+    module, sep, name = path.partition(":")
+    if not sep or not module or not name:
+        raise usage_error(f"--stage must be MODULE:FUNCTION (as flightcheck check lists them); got {path!r}")
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise usage_error(f"--stage {path!r}: {e}") from None
+    if not callable(fn):
+        raise usage_error(f"--stage {path!r} is not a function")
+    return path
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``mutate`` to the app."""
+
+    @app.command()
+    def mutate(
+        file: Optional[list[str]] = typer.Option(None, "--file", help="An engine file to mutate (repeatable; "
+                                                 "default impl/coordinator.py, impl/scheduler.py, impl/pages.py)."),
+        stage: Optional[list[str]] = typer.Option(None, "--stage", help="A check stage MODULE:FUNCTION to run on "
+                                                  "each mutant (repeatable; default the engine stages of check)."),
+        quick: bool = typer.Option(False, "--quick", help="Run the stages with quick=True (what check --quick runs)."),
+        jobs: int = typer.Option(2, min=1, help="Mutants run at once, each in its own process."),
+        timeout: Optional[float] = typer.Option(None, min=1, help="Seconds per mutant before it counts as killed "
+                                                "by timeout (default: 20x the baseline, at least 120)."),
+        sample: Optional[int] = typer.Option(None, min=1, help="Run a random subset of this many mutants."),
+        seed: int = typer.Option(0, help="Seed of --sample and of the order mutants run in (shuffled, so "
+                                 "an interrupted run's results.jsonl is a uniform random sample)."),
+        ids: Optional[list[str]] = typer.Option(None, "--id", help="Run only this mutant (repeatable)."),
+        operator: Optional[list[str]] = typer.Option(None, "--operator", help="Use only this operator (repeatable)."),
+        no_skip: Optional[list[str]] = typer.Option(None, "--no-skip", help="Run the mutants of this skip rule too."),
+        skip_function: Optional[list[str]] = typer.Option(None, "--skip-function",
+                                                          help="Also skip mutants inside functions of this name."),
+        equivalent: Optional[Path] = typer.Option(None, "--equivalent", help="The equivalence file (default: "
+                                                  "checks/mutate/equivalent_mutants.toml)."),
+        baseline: bool = typer.Option(True, "--baseline/--no-baseline", help="First check that the unmutated "
+                                      "engine passes the stages (exit 2 if not)."),
+        min_score: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="Exit 1 when the score is below "
+                                                  "this fraction (default: report only)."),
+        list_only: bool = typer.Option(False, "--list", help="List the mutants (ID, line, skip rule); run nothing."),
+        as_json: bool = typer.Option(False, "--json", help="Print the results as one JSON object."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Write report.md, results.json (and results.jsonl "
+                                           "as mutants finish) into this folder."),
+        from_results: Optional[Path] = typer.Option(None, "--from-results", help="Run nothing: report the outcomes "
+                                                    "saved in a results.json or an interrupted run's results.jsonl "
+                                                    "against today's mutants and equivalence file."),
+    ) -> None:
+        """Mutate the engine (coordinator, scheduler, page pool), run the check stages on each mutant in its
+        own process, and report the mutation score, every survivor as a diff, and what killed the rest."""
+        from flightcheck.checks.mutate.equivalent import DEFAULT_PATH, load_equivalents
+        from flightcheck.checks.mutate.operators import DEFAULT_OPERATORS, OPERATORS
+        from flightcheck.checks.mutate.plan import DEFAULT_FILES, plan, resolve_target
+        from flightcheck.checks.mutate.report import build_record, format_markdown, print_summary
+        from flightcheck.checks.mutate.runner import ENGINE_STAGES, RunOptions, default_timeout, run_baseline, run_mutants
+        from flightcheck.checks.mutate.skips import DEBUG_FUNCTIONS
+
+        console = Console(stderr=as_json)
+        stages = tuple(_check_stage(s) for s in (stage or ENGINE_STAGES))
+        try:
+            targets = [resolve_target(f) for f in (file or DEFAULT_FILES)]
+            ops = tuple(operator or DEFAULT_OPERATORS)
+            unknown = [o for o in ops if o not in OPERATORS]
+            if unknown:
+                raise ValueError(f"--operator: unknown {', '.join(unknown)}; known: {', '.join(OPERATORS)}")
+            equivalents = load_equivalents(equivalent)
+            p = plan(targets, operators=ops, equivalents=equivalents, no_skip=tuple(no_skip or ()),
+                     debug_functions=DEBUG_FUNCTIONS + tuple(skip_function or ()), sample=sample, seed=seed,
+                     ids=tuple(ids or ()))
+        except ValueError as e:
+            raise usage_error(str(e)) from None
+        if list_only:
+            _list(p, as_json, console)
+            return
+        if from_results is not None:
+            _report_saved(p, from_results, out, as_json, console, min_score,
+                          {"files": [t.file for t in targets], "operators": list(ops),
+                           "equivalence_file": str(equivalent or DEFAULT_PATH)},
+                          {"stages": list(stages), "quick": quick})
+            return
+        opts = RunOptions(stages=stages, quick=quick, jobs=jobs, timeout=timeout)
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        base_seconds = 0.0
+        if baseline:
+            with console.status("baseline: the unmutated engine through the stages ..."):
+                base = run_baseline(opts)
+            base_seconds = base.seconds
+            failing = [r for r in base.rows if not r["ok"]]
+            if base.status != "ok" or failing:
+                console.print("[bold red]error:[/] the unmutated engine does not pass the stages; mutation "
+                              "testing a red build means nothing", highlight=False)
+                for r in failing:
+                    console.print(f"  {r['stage']} {r['item']}: {r['detail']}", highlight=False, markup=False)
+                if base.status != "ok":
+                    console.print(f"  baseline {base.status}: {base.detail}", highlight=False, markup=False)
+                raise typer.Exit(2)
+        per_mutant = timeout if timeout is not None else default_timeout(base_seconds or 6.0)
+        log = (out / "results.jsonl").open("w", encoding="utf-8") if out is not None else None
+        done = [0]
+        lock = threading.Lock()
+
+        def on_outcome(mutant, outcome) -> None:
+            with lock:
+                done[0] += 1
+                if log is not None:
+                    log.write(json.dumps(dict(mutant.to_json(), **outcome.to_json())) + "\n")
+                    log.flush()
+                if not as_json:
+                    colour = "yellow" if outcome.status == "survived" else "dim"
+                    console.print(f"[{colour}]{done[0]}/{len(p.to_run)} {outcome.status:8s} {outcome.seconds:5.1f} s  "
+                                  f"{escape(mutant.id)}[/]", highlight=False, soft_wrap=True)
+
+        try:
+            outcomes = run_mutants(p.to_run, p.paths, opts, per_mutant, on_outcome, seed=seed)
+        finally:
+            if log is not None:
+                log.close()
+        meta = {"command": "flightcheck mutate " + " ".join(shlex.quote(a) for a in sys.argv[2:]),
+                "date": datetime.date.today().isoformat(), "stages": list(stages), "quick": quick, "jobs": jobs,
+                "timeout": per_mutant, "baseline_seconds": round(base_seconds, 2),
+                "seconds": round(time.perf_counter() - t0, 1), "files": [t.file for t in targets],
+                "operators": list(ops), "sample": sample, "seed": seed,
+                "equivalence_file": str(equivalent or DEFAULT_PATH)}
+        record = build_record(p, outcomes, meta)
+        if out is not None:
+            (out / "results.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+            (out / "report.md").write_text(format_markdown(record), encoding="utf-8")
+        if as_json:
+            print(json.dumps(record))
+        else:
+            print_summary(record, console)
+            if out is not None:
+                console.print(f"report: {out / 'report.md'}, results: {out / 'results.json'}", highlight=False)
+        value = record["score"]["score"]
+        if min_score is not None and value is not None and value < min_score:
+            raise typer.Exit(1)
+
+
+def _report_saved(p, path: Path, out: Optional[Path], as_json: bool, console: Console, min_score: Optional[float],
+                  meta: dict, run_meta: dict) -> None:
+    """Re-score saved outcomes: those of mutants that still exist and are neither skipped nor equivalent now."""
+    from flightcheck.checks.mutate.report import build_record, format_markdown, print_summary
+    from flightcheck.checks.mutate.results import Outcome
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".jsonl":
+            entries, saved_meta = [json.loads(line) for line in text.splitlines() if line.strip()], {}
+        else:
+            record = json.loads(text)
+            entries, saved_meta = record["mutants"], record.get("meta", {})
+        saved = {e["id"]: Outcome.from_json(e) for e in entries if e["status"] not in ("skipped", "equivalent")}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise usage_error(f"--from-results {path}: not a results.json or results.jsonl of flightcheck mutate ({e})") from None
+    outcomes = [saved[m.id] for m in p.to_run if m.id in saved]
+    current = {m.id for m in p.mutants}
+    meta = dict(saved_meta, **meta, source=str(path), not_run=len(p.to_run) - len(outcomes),
+                stale_results=sum(i not in current for i in saved))
+    if "seconds" not in meta:   # a results.jsonl has no wall time: the mutants' own seconds, summed
+        meta.update(seconds=round(sum(o.seconds for o in outcomes), 1), seconds_summed=True)
+    meta.setdefault("command", "flightcheck mutate " + " ".join(shlex.quote(a) for a in sys.argv[2:]))
+    meta.setdefault("date", datetime.date.today().isoformat())
+    for key, value in run_meta.items():   # what the saved run ran, when a results.jsonl does not say
+        meta.setdefault(key, value)
+    p.to_run = [m for m in p.to_run if m.id in saved]
+    record = build_record(p, outcomes, meta)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        (out / "report.md").write_text(format_markdown(record), encoding="utf-8")
+    if as_json:
+        print(json.dumps(record))
+    else:
+        print_summary(record, console)
+    value = record["score"]["score"]
+    if min_score is not None and value is not None and value < min_score:
+        raise typer.Exit(1)
+
+
+def _list(p, as_json: bool, console: Console) -> None:
+    """Print the plan's mutants: to run, skipped (rule) or equivalent."""
+    run_ids = {m.id for m in p.to_run}
+    rows = []
+    for m in p.mutants:
+        status = ("run" if m.id in run_ids else f"skip:{p.skipped[m.id]}" if m.id in p.skipped
+                  else "equivalent" if m.id in p.equivalent else "not sampled")
+        rows.append((m, status))
+    if as_json:
+        print(json.dumps([dict(m.to_json(), status=s) for m, s in rows]))
+        return
+    for m, status in rows:
+        console.print(f"{m.line:4d} {status:22s} {m.id}", highlight=False, soft_wrap=True, markup=False)
+    console.print(f"{len(p.mutants)} mutants: {len(p.to_run)} to run, {len(p.skipped)} skipped, "
+                  f"{len(p.equivalent)} equivalent", highlight=False)

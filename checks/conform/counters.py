@@ -1,0 +1,91 @@
+"""The engine's counters, recounted from its events: what a user reads off ``engine.counters`` must be true.
+
+The engine keeps counters of its reuse and coordination (lookups, hits, recovered tokens, pages
+published, deduplicated, evicted and allocated, flights opened, followers released, pins, promotions,
+expiries, failures, prompt and decode tokens). Each follows from the events the monitor checks, read
+against the spec's states (a published page that was already cached is a deduplication, the pages a
+prefill or decode step allocates come from the spec's pool arithmetic), so :class:`ReferenceCounters`
+counts them again, event by event, and :meth:`ReferenceCounters.differences` names every counter the
+engine got wrong.
+
+For example::
+
+    >>> ref = ReferenceCounters(page_size=16, caching=True)
+    >>> ref.counts["num_flights_opened"], ref.differences({"num_flights_opened": 1})
+    (0, ['num_flights_opened: the engine counts 1, its events 0'])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flightcheck.spec import pool
+from flightcheck.spec.state import BLOCKED
+
+COUNTED = ("num_prefix_lookups", "num_prefix_hits", "num_hit_pages", "num_recovered_tokens", "num_pages_published",
+           "num_pages_deduplicated", "num_pages_evicted", "num_pages_allocated", "num_flights_opened",
+           "num_followers_released", "num_pinned_pages", "num_promotions", "num_expiries", "num_failures",
+           "num_prefill_tokens", "num_decode_tokens")
+
+
+class ReferenceCounters:
+    """The counters an engine's events imply, kept up to date by :meth:`observe`."""
+
+    def __init__(self, page_size: int, caching: bool) -> None:
+        self.page_size = page_size
+        self.caching = caching
+        self.counts = {name: 0 for name in COUNTED}
+        # A request whose forward pass fails had allocated pages for that pass, which no event shows.
+        self.exact_allocations = True
+
+    def observe(self, spec: Any, event: dict[str, Any], action: Any, before: Any, after: Any) -> None:
+        """Count one checked event (the spec states before and after its action)."""
+        c = self.counts
+        b, a = spec.view(before), spec.view(after)
+        name, i = action.name, action.arg
+        if name == "arrive":
+            c["num_flights_opened"] += 1 if event.get("role") == "leader" else 0
+        elif name == "admit":
+            if self.caching:
+                hits = event.get("hit_pages", 0)
+                c["num_prefix_lookups"] += 1
+                c["num_prefix_hits"] += 1 if hits else 0
+                c["num_hit_pages"] += hits
+                c["num_recovered_tokens"] += hits * self.page_size
+        elif name in ("publish", "finish"):
+            for k in self._published_slots(spec, b, a, i):
+                c["num_pages_deduplicated" if b.pg[k] != 0 else "num_pages_published"] += 1
+        elif name == "release":
+            released = [j for j in range(spec.num_requests) if j != i and b.mem[j] == i + 1 and b.ph[j] == BLOCKED]
+            c["num_followers_released"] += len(released)
+            c["num_pinned_pages"] += sum(a.pubd[j] for j in released)
+        elif name == "promote":
+            c["num_promotions"] += 1
+            c["num_pinned_pages"] += a.pubd[i]
+        elif name == "expire":
+            c["num_expiries"] += 1
+            c["num_pinned_pages"] += a.pubd[i]
+        elif name == "fail":
+            c["num_failures"] += 1
+            self.exact_allocations = False
+        elif name == "evict":
+            c["num_pages_evicted"] += 1
+        if name == "prefill":
+            c["num_prefill_tokens"] += event.get("num_tokens", 0)
+            c["num_pages_allocated"] += a.done[i] - b.done[i]
+        elif name == "decode":
+            c["num_decode_tokens"] += 1
+            c["num_pages_allocated"] += pool.block_table(spec, a, i) - pool.block_table(spec, b, i)
+
+    @staticmethod
+    def _published_slots(spec: Any, b: Any, a: Any, i: int) -> list[int]:
+        upto = spec.published_upto(b, i)
+        return [k for p, k in enumerate(spec.pages_of(i)) if b.pubd[i] <= p < upto]
+
+    def differences(self, engine_counters: dict[str, int], planned_pages: int = 0) -> list[str]:
+        """One line per counter whose engine value differs from what its events imply (a step allocates
+        before its events, so ``planned_pages`` it holds for work not yet reported count as allocated)."""
+        want = dict(self.counts, num_pages_allocated=self.counts["num_pages_allocated"] + planned_pages)
+        return [f"{name}: the engine counts {engine_counters.get(name)}, its events {value}"
+                for name, value in want.items() if engine_counters.get(name) != value
+                and (self.exact_allocations or name != "num_pages_allocated")]

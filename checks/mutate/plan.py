@@ -1,0 +1,108 @@
+"""Which mutants a run takes: the engine files, their mutants, the skipped and the equivalent, a sample.
+
+:func:`resolve_target` turns ``--file`` values (``impl/scheduler.py``, ``scheduler.py`` or
+``flightcheck.impl.scheduler``) into the module and file to mutate; :func:`plan` generates every
+mutant of each, marks those a skip rule or the equivalence file takes out, and picks the ones to run
+(all, or a seeded random sample, or the IDs asked for).
+
+For example::
+
+    >>> resolve_target("impl/pages.py").module
+    'flightcheck.impl.pages'
+    >>> resolve_target("checks/cli/app.py")
+    Traceback (most recent call last):
+    ...
+    ValueError: --file must name a module of flightcheck.impl (impl/NAME.py); got 'checks/cli/app.py'
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flightcheck.checks.mutate.generate import Mutant, generate
+from flightcheck.checks.mutate.operators import DEFAULT_OPERATORS
+from flightcheck.checks.mutate.skips import DEBUG_FUNCTIONS, SKIP_RULES
+
+DEFAULT_FILES: tuple[str, ...] = ("impl/coordinator.py", "impl/scheduler.py", "impl/pages.py")
+
+
+@dataclass(frozen=True)
+class Target:
+    """An engine module to mutate: its import name, its file, and the name reports show."""
+
+    module: str
+    path: str
+    file: str
+
+
+def resolve_target(name: str) -> Target:
+    """The engine module that ``name`` names; a ValueError for anything outside ``flightcheck.impl``."""
+    text = name.strip()
+    if text.endswith(".py"):
+        stem = Path(text).stem
+        parent = Path(text).parent.name
+        if parent not in ("", "impl"):
+            stem = ""
+    else:
+        stem = text.removeprefix("flightcheck.impl.") if text.startswith("flightcheck.impl.") else ""
+    if not stem or not stem.isidentifier():
+        raise ValueError(f"--file must name a module of flightcheck.impl (impl/NAME.py); got {name!r}")
+    module = f"flightcheck.impl.{stem}"
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        raise ValueError(f"--file {name!r}: no engine module {module}")
+    return Target(module, spec.origin, f"impl/{stem}.py")
+
+
+@dataclass
+class Plan:
+    """Every generated mutant, and the IDs to run, with why the others are left out."""
+
+    mutants: list[Mutant]
+    to_run: list[Mutant]
+    skipped: dict[str, str] = field(default_factory=dict)      # id -> skip rule
+    equivalent: dict[str, str] = field(default_factory=dict)   # id -> recorded reason
+    stale: dict[str, str] = field(default_factory=dict)        # equivalence entries matching no mutant
+    paths: dict[str, str] = field(default_factory=dict)        # module -> file path
+
+
+def plan(targets: list[Target], *, operators: tuple[str, ...] = DEFAULT_OPERATORS,
+         equivalents: dict[str, str] | None = None, no_skip: tuple[str, ...] = (),
+         debug_functions: tuple[str, ...] = DEBUG_FUNCTIONS, sample: int | None = None, seed: int = 0,
+         ids: tuple[str, ...] = ()) -> Plan:
+    """Generate, mark and select: see the module docstring."""
+    bad = [r for r in no_skip if r not in SKIP_RULES]
+    if bad:
+        raise ValueError(f"--no-skip: unknown rule(s) {', '.join(bad)}; known: {', '.join(SKIP_RULES)}")
+    equivalents = dict(equivalents or {})
+    mutants: list[Mutant] = []
+    for t in targets:
+        source = Path(t.path).read_text(encoding="utf-8")
+        mutants += generate(source, file=t.file, module=t.module, operators=operators,
+                            debug_functions=debug_functions)
+    result = Plan(mutants, [], paths={t.module: t.path for t in targets})
+    by_id = {m.id: m for m in mutants}
+    runnable = []
+    for m in mutants:
+        if m.skip is not None and m.skip not in no_skip:
+            result.skipped[m.id] = m.skip
+        elif m.id in equivalents:
+            result.equivalent[m.id] = equivalents[m.id]
+        else:
+            runnable.append(m)
+    files = {t.file for t in targets}
+    result.stale = {i: r for i, r in equivalents.items() if i not in by_id and i.split("::")[0] in files}
+    if ids:
+        missing = [i for i in ids if i not in by_id]
+        if missing:
+            raise ValueError(f"--id: no such mutant: {missing[0]!r} (flightcheck mutate --list shows the IDs)")
+        wanted = set(ids)
+        runnable = [m for m in runnable if m.id in wanted]
+    if sample is not None and sample < len(runnable):
+        chosen = set(random.Random(seed).sample(range(len(runnable)), sample))
+        runnable = [m for k, m in enumerate(runnable) if k in chosen]
+    result.to_run = runnable
+    return result

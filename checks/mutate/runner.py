@@ -1,0 +1,181 @@
+"""Runs mutants: each in its own worker process, a few at a time, under a per-mutant timeout.
+
+The stages are named by import path (``module:function``), exactly as ``flightcheck check`` lists
+them, so the runner knows nothing of what they check: when a stage grows stronger, or a stage is
+added to :data:`ENGINE_STAGES`, ``mutate`` measures that. :func:`run_baseline` runs the stages on the
+unmutated engine first (a red baseline makes every mutant look killed); :func:`run_mutants` then
+classifies each mutant from its process: a failed row, a crash or a timeout kills it.
+
+For example::
+
+    >>> ENGINE_STAGES
+    ('flightcheck.checks.cli.stages:conform_stage',)
+    >>> default_timeout(6.0)
+    120.0
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flightcheck.checks.mutate.generate import Mutant
+from flightcheck.checks.mutate.results import Kill, Outcome
+
+# The stages of `flightcheck check` that test the engine (the others read the spec or traces only).
+ENGINE_STAGES: tuple[str, ...] = ("flightcheck.checks.cli.stages:conform_stage",)
+
+
+def default_timeout(baseline_seconds: float) -> float:
+    """The per-mutant timeout when none is given: 20 times the baseline, at least two minutes (a
+    killed mutant shrinks its failing runs, which takes far longer than a passing run)."""
+    return max(120.0, 20.0 * baseline_seconds)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What each mutant runs: the stages, their budget, how many at once, and the time limit."""
+
+    stages: tuple[str, ...] = ENGINE_STAGES
+    quick: bool = False
+    jobs: int = 2
+    timeout: float | None = None    # seconds per mutant; None: default_timeout(baseline)
+
+
+@dataclass
+class WorkerRun:
+    """One worker process: how it ended (ok / crashed / timeout), its rows, and what it printed."""
+
+    status: str
+    seconds: float
+    result: dict[str, Any] = field(default_factory=dict)
+    detail: str = ""
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """The stages' rows (as dicts), empty when the process crashed or timed out."""
+        return self.result.get("rows", [])
+
+
+def _env(jobs: int) -> dict[str, str]:
+    env = dict(os.environ)
+    # Parallel workers share the cores: one BLAS pool each instead of every pool on every core.
+    threads = str(max(1, (os.cpu_count() or 1) // max(1, jobs)))
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+        env.setdefault(name, threads)
+    env.setdefault("PYTHONHASHSEED", "0")   # the same set orders, so the same verdict, every run
+    return env
+
+
+_LIVE: set[subprocess.Popen] = set()   # worker processes now running (killed if the run is interrupted)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)   # the whole group: nothing of a mutant stays behind
+    except ProcessLookupError:
+        pass
+
+
+def run_worker(job: dict[str, Any], timeout: float, jobs: int = 1) -> WorkerRun:
+    """Run one job in a fresh ``python -m flightcheck.checks.mutate.worker`` process."""
+    with tempfile.TemporaryDirectory(prefix="fc-mutant-") as tmp:
+        job_path, result_path = Path(tmp, "job.json"), Path(tmp, "result.json")
+        job_path.write_text(json.dumps(job), encoding="utf-8")
+        t = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "flightcheck.checks.mutate.worker", str(job_path),
+                                 str(result_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env=_env(jobs), start_new_session=True)
+        _LIVE.add(proc)
+        try:
+            output, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            proc.communicate()
+            return WorkerRun("timeout", time.perf_counter() - t, detail=f"still running after {timeout:.0f} s")
+        finally:
+            _LIVE.discard(proc)
+        seconds = time.perf_counter() - t
+        text = output.decode("utf-8", "replace")
+        if proc.returncode != 0 or not result_path.exists():
+            tail = "\n".join(text.strip().splitlines()[-12:])
+            how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
+            return WorkerRun("crashed", seconds, detail=f"{how}\n{tail}".strip())
+        return WorkerRun("ok", seconds, json.loads(result_path.read_text(encoding="utf-8")))
+
+
+def run_baseline(opts: RunOptions) -> WorkerRun:
+    """The stages on the unmutated engine, in a worker like any mutant (timeout: 10 minutes or the
+    per-mutant one, whichever is longer)."""
+    job = {"module": None, "path": None, "source": None, "stages": list(opts.stages), "quick": opts.quick}
+    return run_worker(job, max(600.0, opts.timeout or 0.0), opts.jobs)
+
+
+def classify(mutant: Mutant, run: WorkerRun) -> Outcome:
+    """The outcome of a mutant from its worker run."""
+    if run.status != "ok":
+        return Outcome(mutant.id, run.status, run.seconds, run.detail)
+    imported = run.result.get("imported")
+    if run.result.get("served_mutant") is False:
+        return Outcome(mutant.id, "crashed", run.seconds, "the unmutated module was imported instead", imported=imported)
+    failed = [Kill.from_row(r) for r in run.rows if not r["ok"]]
+    if failed:
+        return Outcome(mutant.id, "failed", run.seconds, "", failed, imported)
+    reason = "" if imported else "the stages never imported the module"
+    # A row that passes while its evidence holds a failure (issue 10: a failure found while draining
+    # is dropped) survives as `check` says, but the report should make it visible.
+    hidden = [r for r in run.rows if (r.get("evidence") or {}).get("failure")]
+    if hidden:
+        summary = ((hidden[0]["evidence"]["failure"].get("diagnosis") or {}).get("summary") or "")[:160]
+        reason = (f"{len(hidden)} passing row(s) carry a failure in their evidence ({hidden[0]['stage']} "
+                  f"{hidden[0]['item']}: {summary})")
+    return Outcome(mutant.id, "survived", run.seconds, reason, imported=imported)
+
+
+def run_mutant(mutant: Mutant, path: str, opts: RunOptions, timeout: float) -> Outcome:
+    """One mutant through one worker process."""
+    job = {"module": mutant.module, "path": path, "source": mutant.source, "stages": list(opts.stages),
+           "quick": opts.quick}
+    return classify(mutant, run_worker(job, timeout, opts.jobs))
+
+
+def run_mutants(mutants: list[Mutant], paths: dict[str, str], opts: RunOptions, timeout: float,
+                on_outcome: Callable[[Mutant, Outcome], None] | None = None, seed: int | None = 0) -> list[Outcome]:
+    """Run ``mutants`` ``opts.jobs`` at a time; outcomes in the order of ``mutants``.
+
+    ``paths`` maps a module name to its file (the name tracebacks show); ``on_outcome`` is called as
+    each mutant finishes (progress, an incremental log). They run in an order shuffled by ``seed``
+    (None: in the given order), so the mutants an interrupted run finished are a uniform random sample.
+    """
+    order = list(mutants)
+    if seed is not None:
+        random.Random(seed).shuffle(order)
+    outcomes: dict[str, Outcome] = {}
+    pool = ThreadPoolExecutor(max_workers=max(1, opts.jobs))
+    try:
+        futures = {pool.submit(run_mutant, m, paths[m.module], opts, timeout): m for m in order}
+        for future in as_completed(futures):
+            mutant = futures[future]
+            outcome = future.result()
+            outcomes[mutant.id] = outcome
+            if on_outcome is not None:
+                on_outcome(mutant, outcome)
+    except BaseException:
+        # Interrupted (Ctrl-C): the workers run in sessions of their own, so no signal reaches them.
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in list(_LIVE):
+            _kill_group(proc)
+        raise
+    pool.shutdown()
+    return [outcomes[m.id] for m in mutants]

@@ -1,0 +1,64 @@
+"""Classes of mutants skipped up front: changes that cannot alter what the engine does.
+
+Each rule names a syntactic context; a mutant inside it is generated, listed and reported as skipped
+with the rule's reason, but never run (it would survive and count against the checks for nothing).
+``--no-skip RULE`` runs a class anyway; ``--skip-function NAME`` adds a debug-only function.
+
+For example::
+
+    >>> sorted(SKIP_RULES)
+    ['annotation', 'assert', 'debug-function', 'decorator', 'docstring', 'error-message', 'import']
+    >>> DEBUG_FUNCTIONS
+    ('snapshot', 'check_invariants', '__repr__', '__str__')
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+SKIP_RULES: dict[str, str] = {
+    "docstring": "a docstring or bare string statement: it does nothing when run",
+    "assert": "an assert: the correct engine never fails it, so weakening or removing it changes nothing, "
+              "and strengthening it only crashes",
+    "debug-function": "a debug-only function (snapshot(), check_invariants(), __repr__): the engine never "
+                      "calls it while serving",
+    "error-message": "the arguments of a raised exception: they change its message, not whether it is raised",
+    "annotation": "a type annotation or a Literal[...] type: never evaluated, or read only by type checkers",
+    "decorator": "a decorator argument (dataclass slots=, frozen=): same behaviour for a program that "
+                 "never assigns a frozen field",
+    "import": "an import statement",
+}
+
+# Functions the engine calls only from tests and debug checks (a mutant inside is skipped).
+DEBUG_FUNCTIONS: tuple[str, ...] = ("snapshot", "check_invariants", "__repr__", "__str__")
+
+
+def _is_string_statement(node: cst.CSTNode) -> bool:
+    return (isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 and isinstance(node.body[0], cst.Expr)
+            and isinstance(node.body[0].value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)))
+
+
+def own_rule(node: cst.CSTNode, debug_functions: tuple[str, ...]) -> str | None:
+    """The rule that covers ``node`` itself and everything inside it, if any."""
+    if _is_string_statement(node):
+        return "docstring"
+    if isinstance(node, cst.Assert):
+        return "assert"
+    if isinstance(node, cst.FunctionDef) and node.name.value in debug_functions:
+        return "debug-function"
+    if isinstance(node, cst.Annotation) or (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name)
+                                            and node.value.value == "Literal"):
+        return "annotation"
+    if isinstance(node, cst.Decorator):
+        return "decorator"
+    if isinstance(node, (cst.Import, cst.ImportFrom)):
+        return "import"
+    return None
+
+
+def children_rule(node: cst.CSTNode) -> str | None:
+    """The rule that covers what is inside ``node`` but not ``node`` itself (deleting a ``raise`` is a
+    real mutant; rewording its message is not)."""
+    if isinstance(node, cst.Raise):
+        return "error-message"
+    return None

@@ -1,0 +1,79 @@
+"""The runner's own per-step rules, which no spec slot holds: each test breaks one in a real
+tiny-model engine (a plausible bug, patched in) and asserts the runner names it; the same program
+passes on the unbroken engine."""
+
+import numpy as np
+import pytest
+
+from flightcheck.checks.conform.program import Program, Setup, Template
+from flightcheck.checks.conform.runner import run_program
+from flightcheck.impl.flights import FlightLifecycle
+from flightcheck.impl.scheduler import Scheduler
+
+A = Template((3,) * 40, 3, "A")
+B = Template((4,) * 40, 3, "B")
+
+
+def program(ops, **config):
+    cfg = {"max_running": 2, "num_pages": 16, "prefill_chunk_pages": 1, **config}
+    return Program(Setup(cfg, (A, B)), tuple(ops))
+
+
+BURST = [("arrive", 0, 0.0, 0), ("arrive", 0, 0.0, 1), ("step", 6)]
+
+
+def test_an_ignored_abort_is_named(monkeypatch):
+    ops = [("arrive", 0, 0.0, 0), ("step", 1), ("abort", "leader", 0)]
+    assert run_program(program(ops)).ok
+    monkeypatch.setattr(FlightLifecycle, "abort", lambda self, rid: None)
+    out = run_program(program(ops))
+    assert out.diagnosis.kind == "effect"
+    assert out.diagnosis.reasons == ["no abort event for request 0; it is prefill, not aborted"]
+
+
+def test_a_follower_expired_a_step_early_is_named(monkeypatch):
+    assert run_program(program(BURST, follower_wait_bound=1)).ok
+
+    def early(self):
+        for request in list(self.requests.values()):
+            if request.phase.value == "blocked":
+                request.num_wait_steps += 1
+                if request.num_wait_steps >= self.config.follower_wait_bound:  # >= for >
+                    self.expire(request.request_id, "wait-bound")
+    monkeypatch.setattr(FlightLifecycle, "_expire_waited_out", early)
+    out = run_program(program(BURST, follower_wait_bound=1))
+    assert out.diagnosis.kind == "step"
+    assert out.diagnosis.reasons == ["request 1 expired after 1 blocked steps; the bound is 1"]
+
+
+def test_a_token_from_a_failed_pass_is_named(monkeypatch):
+    ops = [("arrive", 0, 0.0, 0), ("step", 1), ("fault", "leader", 0), ("step", 1)]
+    assert run_program(program(ops)).ok
+    monkeypatch.setattr(np, "isfinite", lambda x: np.ones(np.shape(x), dtype=bool))  # the check forgotten
+    out = run_program(program(ops))
+    assert out.diagnosis.kind == "step"
+    assert out.diagnosis.reasons == ["request 0's forward pass gave non-finite logits, yet it prefilled"]
+
+
+def test_a_prefill_budget_not_shared_between_requests_is_named(monkeypatch):
+    # A takes 2 of its 3 units in the first step; in the second its last unit leaves B one, not two.
+    ops = [("arrive", 0, 0.0, 0), ("step", 1), ("arrive", 1, 0.0, 0), ("step", 1)]
+    assert run_program(program(ops, prefill_chunk_pages=2)).ok
+    real = Scheduler.plan_prefill
+    monkeypatch.setattr(Scheduler, "plan_prefill", lambda self, r, budget: real(self, r, self.config.prefill_chunk_pages))
+    out = run_program(program(ops, prefill_chunk_pages=2))
+    assert out.diagnosis.kind == "step"
+    assert out.diagnosis.reasons == ["the step prefilled 3 units; the budget is 2"]
+
+
+def test_an_uncounted_step_is_named(monkeypatch):
+    assert run_program(program(BURST)).ok
+    real = Scheduler.step
+
+    def step(self):
+        produced = real(self)
+        self.counters.num_forward_passes -= 1 if self.counters.num_steps == 3 else 0
+        return produced
+    monkeypatch.setattr(Scheduler, "step", step)
+    out = run_program(program(BURST))
+    assert out.diagnosis.reasons == ["the engine counts 3 steps and 2 forward passes; the runner 3 and 3"]

@@ -1,0 +1,33 @@
+"""Stages for the mutate tests: cheap stand-ins with the stage signature ``stage(quick) -> list[Row]``.
+
+The worker imports them by path like any stage (the tests put this folder on PYTHONPATH).
+"""
+
+from flightcheck.checks.cli.suite import Row
+
+
+def passing_stage(quick):
+    """Always passes: every mutant survives it."""
+    return [Row("fake", "passes", True, f"quick={quick}")]
+
+
+def failing_stage(quick):
+    """Always fails, with the evidence a conformance failure carries."""
+    return [Row("fake", "fails", False, "broken on purpose",
+                evidence={"failure": {"rules": ["engine(...)", "arrive(t0) -> r0", "step()"],
+                                      "diagnosis": {"kind": "state", "summary": "differs",
+                                                    "properties": ["refcounts_exact"]}}})]
+
+
+def coordinations_stage(quick):
+    """Reports what the engine's coordinator module holds, and where it was loaded from."""
+    from flightcheck.impl import coordinator
+
+    return [Row("fake", "coordinations", True, repr(coordinator.COORDINATIONS),
+                evidence={"file": coordinator.__file__, "loader": type(coordinator.__spec__.loader).__name__})]
+
+
+def hidden_failure_stage(quick):
+    """Passes, yet carries a failure in its evidence (as a failure dropped while draining does)."""
+    return [Row("fake", "hides", True, "ok", evidence={"failure": {"rules": ["step()"], "diagnosis": {
+        "kind": "error", "summary": "the engine raised NameError during step", "properties": []}}})]
