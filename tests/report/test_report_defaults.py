@@ -66,3 +66,12 @@ def test_explore_variant_render_highlights_the_property_it_must_violate(tmp_path
     assert r.exit_code == 1, r.output
     dot = out.read_text()
     assert "counterexample to no_deadlock" in dot and "no_deadlock is violated here" in dot
+
+
+def test_variants_names_each_variants_default_scenario_and_policy():
+    rows = json.loads(runner.invoke(app, ["variants", "--json"]).output)
+    assert {(r["name"], r["scenario"], r["policy"]) for r in rows} == {
+        (n, variant_scenario(n).name, variant_scenario(n).policy.label()) for n in VARIANTS}
+    by = {r["name"]: r for r in rows}
+    assert (by["early-release"]["scenario"], by["stranded-followers"]["scenario"]) == ("burst2", "burst2-abort")
+    assert "/on-completion cap" in by["early-release"]["policy"]
