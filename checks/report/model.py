@@ -1,7 +1,7 @@
 """What the report shows, apart from how it is written: plain dataclasses, one per section.
 
 :func:`~flightcheck.checks.report.build.build_report` fills a :class:`Report` from the suite's rows (and a
-few cheap recomputations); :func:`~flightcheck.checks.report.html.write_report` writes it. Nothing here
+few cheap recomputations); :func:`~flightcheck.checks.report.html_page.write_report` writes it. Nothing here
 knows HTML, and nothing in the writer recomputes a verdict.
 
 For example::
