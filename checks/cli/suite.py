@@ -93,6 +93,11 @@ def run_suite(*, as_json: bool = False, quick: bool = False, budget: float | Non
                 rows += _load(path)(ctx)
             except Exception as e:  # a broken stage is a failed row, never a silent pass
                 rows.append(Row(stage, "(stage)", False, f"{type(e).__name__}: {e}", time.perf_counter() - t))
+            if console.is_terminal:  # a line per stage as it ends, above the bar (a long run shows where it is)
+                mine = [r for r in rows if r.stage == stage]
+                bad = sum(not r.ok for r in mine)
+                progress.console.print(f"{stage}: {len(mine)} rows, " + (f"[bold red]{bad} failed[/]" if bad else
+                                       "[green]all passed[/]") + f" ({time.perf_counter() - t:.1f} s)", highlight=False)
             progress.advance(task)
         report_path = None
         if report_dir is not None:
