@@ -95,7 +95,8 @@ def coverage_graphs(corpus_ok: bool | None = None, *, model: str = "tiny") -> li
         colors = {e: (TAKEN if e in taken else NOT_TAKEN) for e in result.graph.edges}
         fills = {s: (TAKEN_FILL if s in states else NOT_TAKEN_FILL) for s in result.graph.nodes}
         title = (f"{scn.name} under {release}: the engine's runs took {len(taken)} of {result.graph.number_of_edges()} "
-                 f"edges (green), {len(states)} of {result.graph.number_of_nodes()} states")
+                 f"state-to-state edges (green; parallel actions count once), {len(states)} of "
+                 f"{result.graph.number_of_nodes()} states")
         legend = [(TAKEN, f"an edge the engine's runs took ({len(taken)})"),
                   (TAKEN_FILL, f"a state they reached ({len(states)}; fill)"),
                   (NOT_TAKEN, f"an edge no run took ({result.graph.number_of_edges() - len(taken)})")]

@@ -160,7 +160,7 @@ def _coverage(r: Report, pages: dict[int, str], svgs: dict[int, str]) -> str:
         out.append('<p class="muted">not drawn (see the notes at the top).</p>')
     for k, g in enumerate(r.coverage):
         out.append(f"<h3>{_e(g.scenario)} under release {_e(g.release)} <span class=\"muted small\">({_e(g.policy)})</span></h3>")
-        out.append(f"<p>{g.edges_taken} of {g.edges} edges and {g.states_taken} of {g.states} states taken; runs: "
+        out.append(f"<p>{g.edges_taken} of {g.edges} state-to-state edges and {g.states_taken} of {g.states} states taken; runs: "
                    f"{_e(g.source)}. <a href=\"{_e(pages[k])}\">open the interactive page</a></p>")
         if g.missed_by_rule:
             out.append("<p class=\"small\">edges not taken, by the step-loop rule that keeps the engine off them: "
