@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         backend = Backend.smollm2() if args.model == "smollm2" else Backend.tiny()
     except ModelFileError as error:  # bad input, not a benchmark result
-        console.print(f"error: {error}", markup=False, highlight=False)
+        print(f"error: {error}", file=sys.stderr)  # errors go to stderr, as in every other command
         return 2
     console.print(backend.description)
     for name, sizes in (("burst-8", replace(EXPERIMENTS["burst-8"].full, counts=counts)),

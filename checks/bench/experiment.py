@@ -11,7 +11,7 @@ For example::
 
     >>> from flightcheck.checks.bench import EXPERIMENTS
     >>> list(EXPERIMENTS)
-    ['hot-prefix', 'cold-burst', 'incremental', 'release-points', 'burst-8', 'late-arrival', 'control']
+    ['hot-prefix', 'cold-burst', 'incremental', 'release-points', 'burst-8', 'late-arrival', 'control', 'leader-abort']
     >>> EXPERIMENTS["burst-8"].baseline
     'independent'
 """

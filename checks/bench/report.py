@@ -22,7 +22,7 @@ from typing import Any
 
 from flightcheck.checks.bench.runner import ExperimentResult
 
-_HEADERS = {"avg_ttft_ms": "avg TTFT", "slowest_completion_ms": "slowest completion"}
+_HEADERS = {"avg_ttft_ms": "avg TTFT", "slowest_completion_ms": "slowest completion", "prefill_tokens": "prompt tokens computed"}
 
 
 def _format(value: Any, fmt: str) -> str:

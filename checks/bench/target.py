@@ -67,6 +67,15 @@ class EngineTarget:
         while len(request.output_token_ids) < k and request.phase.is_live:
             self.engine.step()
 
+    def abort_after_computing(self, handle: int, tokens: int) -> None:
+        """Steps the engine until that request has computed ``tokens`` prompt tokens, then aborts it
+        (a client that goes away mid-prefill; in process only)."""
+        request_id = self.request_ids[handle]
+        request = self.engine.scheduler.requests[request_id]
+        while request.num_computed < tokens and request.phase.is_live:
+            self.engine.step()
+        self.engine.abort(request_id)
+
     def finish(self) -> list[Measure]:
         self.engine.run()
         measures = []

@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def bench(
         name: str = typer.Argument(..., help="an experiment (hot-prefix, cold-burst, incremental, release-points, "
-                                   "burst-8, late-arrival, control) or all"),
+                                   "burst-8, late-arrival, control, leader-abort) or all"),
         quick: bool = typer.Option(False, help="tiny sizes and one run per configuration (what the tests run)"),
         server: Optional[str] = typer.Option(None, help="run through HTTP: 'local' (a flightcheck server per run, "
                                              "in this process) or the URL of a running server (its own policy)"),

@@ -168,11 +168,15 @@ def register(app: typer.Typer) -> None:
         release: Optional[str] = typer.Option(None, help="after-prefill | on-completion (default: the scenario's)."),
         publication: Optional[str] = typer.Option(None, help="incremental | on-completion (default: the scenario's)."),
         no_proof: bool = typer.Option(False, "--no-proof", help="Skip the induction on the product."),
+        search: str = typer.Option("explicit", help="explicit (breadth-first over concrete pairs) | z3 (BMC on the "
+                                   "symbolic product): how the shortest distinguishing sequence is searched."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Are two designs indistinguishable from outside? Exit 0 if so, 1 with a shortest distinguishing sequence."""
         if depth is not None and depth < 0:
             raise usage_error(f"--depth must be >= 0; got {depth}")
+        if search not in ("explicit", "z3"):
+            raise usage_error(f"--search must be explicit or z3; got {search!r}")
         _variant(variant_a, "VARIANT_A")
         _variant(variant_b, "VARIANT_B")
         base = _scenario(scenario) if scenario is not None else pair_scenario(variant_a, variant_b)
@@ -181,12 +185,12 @@ def register(app: typer.Typer) -> None:
         from flightcheck.checks.proofs.equivalence import check_equivalence
         from flightcheck.checks.report.lockstep import lockstep_steps
 
-        r = check_equivalence(variant_a, variant_b, scn, depth=depth, prove_unbounded=not no_proof)
+        r = check_equivalence(variant_a, variant_b, scn, depth=depth, prove_unbounded=not no_proof, search=search)
         steps = lockstep_steps(VARIANTS[variant_a].build(scn), VARIANTS[variant_b].build(scn), r.sequence)
         if as_json:
             print(json.dumps({"variant_a": variant_a, "variant_b": variant_b, "scenario": scn.name,
                               "policy": scn.policy.label(), "verdict": r.verdict, "equivalent": r.equivalent,
-                              "depth": r.depth, "sequence": r.sequence, "difference": r.difference,
+                              "depth": r.depth, "search": search, "sequence": r.sequence, "difference": r.difference,
                               "steps": [{"action": a, variant_a: ca, variant_b: cb} for _n, a, ca, cb in steps],
                               "seconds": round(r.seconds, 3)}, indent=2))
         else:

@@ -11,7 +11,8 @@ engine got wrong.
 For example::
 
     >>> ref = ReferenceCounters(page_size=16, caching=True)
-    >>> ref.counts["num_flights_opened"], ref.differences({"num_flights_opened": 1})
+    >>> engine_counters = dict.fromkeys(COUNTED, 0) | {"num_flights_opened": 1}
+    >>> ref.counts["num_flights_opened"], ref.differences(engine_counters)
     (0, ['num_flights_opened: the engine counts 1, its events 0'])
 """
 

@@ -35,7 +35,8 @@ class Diagnosis:
     (a safety property fails), ``stuck`` (the engine makes no progress with live requests),
     ``termination`` (a termination verdict differs), ``step`` (a step broke a rule of the step loop the
     runner counts: the prefill budget, the wait bound, a token from a failed pass, the step counters),
-    ``order`` (an event is missing, repeated, or arrives out of time order), ``effect`` (a client call returned without doing what it says), ``error`` (the engine raised, or
+    ``order`` (an event is missing, repeated, or arrives out of time order), ``effect`` (a client call returned without doing what it says), ``due`` (a call returned with a
+    publication, a flight's settlement or a finish at the output limit left undone), ``error`` (the engine raised, or
     changed state on an error). ``properties`` names the spec properties at stake, ``notes`` says how each was found.
     """
 

@@ -10,7 +10,7 @@ the variant's counterexample can be replayed against the mutant (``flightcheck r
 For example::
 
     >>> sorted(MUTANTS)[:2]
-    ['accept-unknown-termination', 'follower-admitted-early']
+    ['accept-unknown-termination', 'admit-ignores-reservations']
     >>> MUTANTS["forget-released"].property
     'termination_validated'
 """

@@ -171,6 +171,7 @@ class ProgramRun:
             elif a == "fail":
                 self.features["failures"] += 1
         self._check_step(new, blocked, held)
+        self._check_due("the step")
         if live and not new and not self.live("held"):
             spec = self.monitor.spec
             pending = [str(a) for a in spec.enabled(self.monitor.state) if spec.is_engine(a)]
@@ -227,6 +228,31 @@ class ProgramRun:
             raise ConformanceError(Diagnosis("step", "the step broke a rule of the engine's step loop",
                                              last_state=self._last_state(), reasons=reasons, properties=props))
 
+    # What the engine must have done before any call returns: the spec leaves these enabled for one
+    # moment only (publication after a forward pass, a lost or done leader's flight settled in the same
+    # call), so one still enabled at the end of a call is a step the engine skipped or put off.
+    DUE_AFTER_STEP = ("publish", "release", "promote")
+    DUE_AFTER_CALL = ("release", "promote")
+
+    def _check_due(self, call: str, due: tuple[str, ...] = DUE_AFTER_STEP) -> None:
+        """Nothing urgent is left enabled in the spec, and no running request is past its output limit."""
+        m = self.monitor
+        if m.spec is None:
+            return
+        late = [str(a) for a in m.spec.enabled(m.state) if a.name in due]
+        reasons = [f"{a} was due before {call} returned" for a in late]
+        for rid in self.live("running"):
+            req = self.engine.scheduler.requests[rid]
+            if len(req.output_token_ids) >= req.sampling.max_tokens:
+                reasons.append(f"request {rid} has {len(req.output_token_ids)} outputs (max_tokens "
+                               f"{req.sampling.max_tokens}) and still runs after {call}")
+        if reasons:
+            raise ConformanceError(Diagnosis(
+                "due", f"{call} returned with work the engine must have done in it", last_state=self._last_state(),
+                reasons=reasons, properties=[],
+                notes=["publication follows every forward pass, a flight is settled in the call that ends or "
+                       "loses its leader, and a request finishes at its output limit: none of them may wait"]))
+
     def _op_abort(self, kind: str, k: int) -> bool:
         rid = self._pick(kind if kind in KINDS else "any", k)
         if rid is None:
@@ -239,6 +265,7 @@ class ProgramRun:
         before = len(self.engine.events.events)
         self._guard("abort", lambda: self.engine.abort(rid))
         self._check_effect("abort", rid, before, "aborted")
+        self._check_due("the abort", self.DUE_AFTER_CALL)
         return True
 
     def _op_fault(self, kind: str, k: int) -> bool:
@@ -259,6 +286,7 @@ class ProgramRun:
         before = len(self.engine.events.events)
         self._guard("expire", lambda: self.engine.expire(rid))
         self._check_effect("expire", rid, before, "waiting")
+        self._check_due("the expiry", self.DUE_AFTER_CALL)
         return True
 
     def _check_effect(self, action: str, rid: int, before: int, phase: str) -> None:

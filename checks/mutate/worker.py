@@ -3,8 +3,9 @@
 ``python -m flightcheck.checks.mutate.worker JOB.json RESULT.json`` reads a job (the module to
 replace and its mutated source, or none for the baseline; the stages by import path; ``quick``),
 installs :class:`~flightcheck.checks.mutate.hook.MutantFinder` before importing anything of the
-engine, runs each stage as ``flightcheck check`` does (``stage(quick) -> list[Row]``; a stage that
-raises is one failed row naming the error), and writes the rows as JSON. A crash, a hang or an exit
+engine, runs each stage as ``flightcheck check`` does (``stage(ctx) -> list[Row]`` with a
+:class:`~flightcheck.checks.cli.stages.Context` of the job's ``quick``, the recorded expectations and one
+process: the runner spreads mutants, not stage items, over the cores; a stage that raises is one failed row naming the error), and writes the rows as JSON. A crash, a hang or an exit
 of the process is the runner's to see: no result file.
 
 For example::
@@ -19,6 +20,7 @@ import json
 import sys
 import time
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from flightcheck.checks.mutate.hook import MutantFinder
@@ -54,12 +56,19 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     if job.get("source") is not None:
         finder = MutantFinder(job["module"], job["path"], job["source"])
         finder.install()
+    import tempfile
+
+    from flightcheck.checks.cli.expect import Expectations
+    from flightcheck.checks.cli.stages import Context
+
+    # Imported after the hook: the stages' own imports of the engine must see the mutant.
+    ctx = Context(quick=job["quick"], expect=Expectations.load(), jobs=1, save_dir=Path(tempfile.mkdtemp()))
     rows: list[dict[str, Any]] = []
     for path in job["stages"]:
         t = time.perf_counter()
         try:
             stage = _load(path)
-            rows += [asdict(r) for r in stage(job["quick"])]
+            rows += [asdict(r) for r in stage(ctx)]
         except Exception as error:  # a broken stage is a failed row, as in `check`
             rows.append({"stage": stage_label(path), "item": "(stage)", "ok": False,
                          "detail": f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}",

@@ -10,8 +10,9 @@ sees of a coordinator:
   and the ghost ``g_term`` that records a misjudged one,
 - every request's phase (which followers are blocked, released to admission, running, terminated).
 
-:func:`check_equivalence` runs BMC on the product, depth 1, 2, ... so the first distinguishing sequence
-found is a shortest one; it is replayed concretely on both specs and explained. When none exists up to
+:func:`check_equivalence` searches the product breadth-first, depth 1, 2, ... (explicitly, or by BMC with z3)
+so the first distinguishing sequence found is a shortest one; it is replayed concretely on both specs and
+explained. When none exists up to
 the depth asked, it tries to prove equivalence for every depth by induction on the product: Houdini
 over candidate coupling invariants (every slot equal, "known" equal, "open flight" equal, "member of an
 open flight" equal, and the observations themselves), with each design's own proved invariants assumed.
@@ -133,27 +134,41 @@ class Product:
 
 
 def check_equivalence(variant_a: str, variant_b: str, scenario: Scenario, policy: Policy | None = None,
-                      depth: int = 8, prove_unbounded: bool = True) -> EquivalenceResult:
-    """BMC on the product for a shortest distinguishing sequence, then induction when there is none."""
+                      depth: int = 8, prove_unbounded: bool = True, search: str = "explicit") -> EquivalenceResult:
+    """A shortest distinguishing sequence up to ``depth``, then induction on the product when there is none.
+
+    ``search`` picks how the bounded part runs: ``"explicit"`` (breadth-first over concrete product pairs,
+    :mod:`flightcheck.checks.proofs.distinguish`; seconds) or ``"z3"`` (BMC on the symbolic product; the
+    same lengths, minutes on the three-request variants). The induction is z3's either way."""
+    if search not in ("explicit", "z3"):
+        raise ValueError(f"search must be 'explicit' or 'z3', not {search!r}")
     start = time.monotonic()
     spec_a = get_variant(variant_a).build(scenario, policy)
     spec_b = get_variant(variant_b).build(scenario, policy)
     prod = Product(spec_a, spec_b)
-    solver = z3.Solver()
-    solver.add(prod.init())
-    # Observations at depth 0 cover the enabled actions and verdicts of the first step.
-    for t in range(depth + 1):
-        if t > 0:
-            solver.add(prod.lockstep(t - 1))
-        # Phases after t steps first (a sequence of length t), then what step t + 1 offers.
-        for differs in (z3.Not(prod.same_outcomes(t)), z3.Not(prod.same_offers(t))):
-            solver.push()
-            solver.add(differs)
-            if solver.check() == z3.sat:
-                seq = prod.a.actions_of(solver.model(), t)
+    if search == "explicit":
+        from flightcheck.checks.proofs.distinguish import shortest_difference
+
+        found = shortest_difference(spec_a, spec_b, depth)
+        if found.prefix is not None:
+            return _different(variant_a, variant_b, spec_a, spec_b, found.prefix, found.length,
+                              time.monotonic() - start)
+    else:
+        solver = z3.Solver()
+        solver.add(prod.init())
+        # Observations at depth 0 cover the enabled actions and verdicts of the first step.
+        for t in range(depth + 1):
+            if t > 0:
+                solver.add(prod.lockstep(t - 1))
+            # Phases after t steps first (a sequence of length t), then what step t + 1 offers.
+            for differs in (z3.Not(prod.same_outcomes(t)), z3.Not(prod.same_offers(t))):
+                solver.push()
+                solver.add(differs)
+                if solver.check() == z3.sat:
+                    seq = prod.a.actions_of(solver.model(), t)
+                    solver.pop()
+                    return _different(variant_a, variant_b, spec_a, spec_b, seq, t, time.monotonic() - start)
                 solver.pop()
-                return _different(variant_a, variant_b, spec_a, spec_b, seq, t, time.monotonic() - start)
-            solver.pop()
     if not prove_unbounded:
         return EquivalenceResult(variant_a, variant_b, "bounded", depth, time.monotonic() - start)
     proved, failed = _prove_product(prod)

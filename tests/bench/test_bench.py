@@ -1,4 +1,4 @@
-"""``flightcheck bench``: all seven experiments end to end on the real SmolLM2 (quick sizes), their
+"""``flightcheck bench``: the seed's seven experiments and leader-abort end to end on the real SmolLM2 (quick sizes), their
 tables, JSON and plots; the exact token counts each experiment is about; the same burst through HTTP
 (a local server per run, and a running server at a URL); bad arguments exit 2."""
 
@@ -27,9 +27,10 @@ def quick_all(tmp_path_factory):
     return out, result.output
 
 
-def test_all_seven_write_a_table_json_and_plot(quick_all):
+def test_all_eight_write_a_table_json_and_plot(quick_all):
     out, output = quick_all
-    for name in ("hot-prefix", "cold-burst", "incremental", "release-points", "burst-8", "late-arrival", "control"):
+    for name in ("hot-prefix", "cold-burst", "incremental", "release-points", "burst-8", "late-arrival", "control",
+                 "leader-abort"):
         assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         table = (out / f"{name}.md").read_text()
         assert table.startswith(f"**{name}**") and "| config |" in table and "Seed:" in table
@@ -57,6 +58,11 @@ def test_the_token_counts_each_experiment_is_about(quick_all):
     assert late[("on-completion", None)]["second_role"] == "follower"
     assert late[("after-prefill", None)]["second_role"] == "leader"             # the first's flight closed
     assert late[("after-prefill", None)]["recovered"] == 48
+    # 200-token prompt, 12 shareable pages; the leader computes one 8-page chunk (128 tokens) and aborts.
+    abort, _ = rows(out, "leader-abort")
+    assert abort[("release-all", 8)]["prefill_tokens"] == 128 + 7 * (200 - 128)     # every follower recomputes
+    assert abort[("promote", 8)]["prefill_tokens"] == 128 + (200 - 128) + 6 * (200 - 192)  # one does, six recover
+    assert (abort[("release-all", 8)]["promoted"], abort[("promote", 8)]["promoted"]) == (0, 1)
     control, _ = rows(out, "control")
     assert control[("single-flight", 4)]["recovered_per_follower"] == 0 and control[("single-flight", 4)]["roles"] == "leader"
 

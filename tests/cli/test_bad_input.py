@@ -50,7 +50,7 @@ EVENT_LOGS = [
     ("header policy of the wrong type", jsonl(HEADER | {"policy": {"capacity": "two"}}, ARRIVE), 1,
      "policy.capacity", "must be an integer >= 1, got 'two'"),
     ("header policy with an unknown knob", jsonl(HEADER | {"policy": {"pool": 3}}, ARRIVE), 1, "policy.pool",
-     "unknown (known: coordination, release, publication, capacity, chunk)"),
+     "unknown (known: coordination, release, publication, leader_loss, prefix_caching, capacity, chunk)"),
     ("header policy with an unknown choice", jsonl(HEADER | {"policy": {"release": "later"}}, ARRIVE), 1,
      "policy.release", "must be one of after-prefill, on-completion"),
     ("header after the first line", jsonl(ARRIVE, HEADER), 2, "policy", "may only be the first line"),
@@ -106,7 +106,7 @@ def test_a_well_formed_log_is_a_verdict_a_malformed_one_is_not(tmp_path):
     good = _write(tmp_path, "good.jsonl", jsonl(HEADER, ARRIVE, ADMIT, PREFILL))
     assert invoke("validate", good).exit_code == 0
     # Well-formed, but the engine prefilled a request it never admitted: the spec rejects the run (exit 1).
-    departs = _write(tmp_path, "departs.jsonl", jsonl(HEADER, ARRIVE, PREFILL))
+    departs = _write(tmp_path, "departs.jsonl", jsonl(HEADER, ARRIVE, dict(PREFILL, seq=1)))
     result = invoke("validate", departs)
     assert result.exit_code == 1 and "mismatch at event 2" in flat(result.output)
     assert "prefill(0) is not enabled" in flat(result.output)

@@ -77,3 +77,31 @@ def test_an_uncounted_step_is_named(monkeypatch):
     monkeypatch.setattr(Scheduler, "step", step)
     out = run_program(program(BURST))
     assert out.diagnosis.reasons == ["the engine counts 3 steps and 2 forward passes; the runner 3 and 3"]
+
+
+def test_a_release_put_off_past_the_release_point_is_named(monkeypatch):
+    assert run_program(program(BURST)).ok
+    real = FlightLifecycle.can_release
+
+    def late(self, flight_id):  # the release point is reached, but the engine waits one more decode step
+        leader = self.requests[self.coordinator.flights[flight_id].leader_request_id]
+        return real(self, flight_id) and (not leader.phase.is_live or len(leader.output_token_ids) >= 2)
+
+    monkeypatch.setattr(FlightLifecycle, "can_release", late)
+    out = run_program(program(BURST))
+    assert out.diagnosis.kind == "due"
+    assert out.diagnosis.reasons == ["release(0) was due before the step returned"]
+
+
+def test_a_request_that_runs_past_its_output_limit_is_named(monkeypatch):
+    assert run_program(program(BURST)).ok
+    real = Scheduler.can_finish
+
+    def long(self, request):
+        reason = real(self, request)
+        return None if reason == "length" and len(request.output_token_ids) <= request.sampling.max_tokens else reason
+
+    monkeypatch.setattr(Scheduler, "can_finish", long)
+    out = run_program(program(BURST))
+    assert out.diagnosis.kind == "due"
+    assert any("has 3 outputs (max_tokens 3) and still runs after the step" in r for r in out.diagnosis.reasons)

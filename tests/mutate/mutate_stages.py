@@ -1,4 +1,4 @@
-"""Stages for the mutate tests: cheap stand-ins with the stage signature ``stage(quick) -> list[Row]``.
+"""Stages for the mutate tests: cheap stand-ins with the stage signature ``stage(ctx) -> list[Row]``.
 
 The worker imports them by path like any stage (the tests put this folder on PYTHONPATH).
 """
@@ -6,12 +6,12 @@ The worker imports them by path like any stage (the tests put this folder on PYT
 from flightcheck.checks.cli.suite import Row
 
 
-def passing_stage(quick):
+def passing_stage(ctx):
     """Always passes: every mutant survives it."""
-    return [Row("fake", "passes", True, f"quick={quick}")]
+    return [Row("fake", "passes", True, f"quick={ctx.quick}")]
 
 
-def failing_stage(quick):
+def failing_stage(ctx):
     """Always fails, with the evidence a conformance failure carries."""
     return [Row("fake", "fails", False, "broken on purpose",
                 evidence={"failure": {"rules": ["engine(...)", "arrive(t0) -> r0", "step()"],
@@ -19,7 +19,7 @@ def failing_stage(quick):
                                                     "properties": ["refcounts_exact"]}}})]
 
 
-def coordinations_stage(quick):
+def coordinations_stage(ctx):
     """Reports what the engine's coordinator module holds, and where it was loaded from."""
     from flightcheck.impl import coordinator
 
@@ -27,7 +27,7 @@ def coordinations_stage(quick):
                 evidence={"file": coordinator.__file__, "loader": type(coordinator.__spec__.loader).__name__})]
 
 
-def hidden_failure_stage(quick):
+def hidden_failure_stage(ctx):
     """Passes, yet carries a failure in its evidence (as a failure dropped while draining does)."""
     return [Row("fake", "hides", True, "ok", evidence={"failure": {"rules": ["step()"], "diagnosis": {
         "kind": "error", "summary": "the engine raised NameError during step", "properties": []}}})]

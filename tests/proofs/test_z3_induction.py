@@ -21,7 +21,7 @@ K2_BY_SCENARIO = {"short": set(), "nocache": set(),  # nothing shareable / no co
 
 # The default run proves a representative third of the default scenarios (each feature once);
 # FLIGHTCHECK_SLOW=1 all of them (`flightcheck check` proves all of them every time).
-FAST_SCENARIOS = list(SCENARIOS) if SLOW else ["burst2", "burst3-promote", "burst3-expire", "burst2-evict",
+FAST_SCENARIOS = list(SCENARIOS) if SLOW else ["burst2", "burst3-fail", "burst3-expire", "burst2-evict",
                                                "mixed3-pool", "short", "nocache"]
 
 
@@ -108,7 +108,7 @@ def test_lemmas_hold_on_every_reachable_state_of_the_explorer_graph():
     for variant, scenario, publication in (("correct", "burst3-abort", "incremental"),
                                            ("draining", "burst3-abort", "on-completion"),
                                            ("correct", "burst3-evict", "on-completion"),
-                                           ("correct", "burst3-promote", "incremental"),
+                                           ("correct", "burst3-fail", "incremental"),
                                            ("correct", "burst3-expire", "on-completion"),
                                            ("correct", "mixed3-pool", "incremental")):
         spec = VARIANTS[variant].build(SCENARIOS[scenario].with_policy(publication=publication))
