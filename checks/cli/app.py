@@ -36,6 +36,7 @@ COMMAND_MODULES = [
     "flightcheck.checks.cli.cmd_export",
     "flightcheck.checks.cli.cmd_bench",
     "flightcheck.checks.cli.cmd_mutate",
+    "flightcheck.checks.cli.cmd_docs",
 ]
 
 

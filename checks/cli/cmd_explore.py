@@ -8,7 +8,8 @@ For example::
     $ flightcheck explore --scenario burst8-abort            # a scale scenario: the batched explorer
     $ flightcheck explore --scenario burst8 --no-symmetry --safety-only --engine batched
     $ flightcheck variants
-    $ flightcheck check
+    $ flightcheck check                       # ends naming the report: report: flightcheck-report/index.html
+    $ flightcheck check --quick --report out/ --json
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import typer
 from rich.console import Console
 from rich.live import Live
 
+from flightcheck.checks.cli.defaults import variant_scenario
 from flightcheck.checks.cli.errors import check_choice, usage_error
 from flightcheck.spec.scenario import (
     COORDINATIONS, PUBLICATIONS, RELEASES, SCALE_SCENARIOS, SCENARIOS, Scenario, burst,
@@ -120,8 +122,11 @@ def register(app: typer.Typer) -> None:
         if variant not in VARIANTS:
             raise usage_error(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
         v = VARIANTS[variant]
-        if scenario is None and requests is None and variant != "correct":
-            scn = SCENARIOS[v.demo].with_policy(**dict(v.demo_policy))
+        if scenario is None and requests is None:
+            scn = variant_scenario(variant)  # the variant's own default, as every command uses it
+            opts = {k: True for k, val in (("aborts", aborts), ("notifications", notifications),
+                                           ("eviction", eviction)) if val}
+            scn = scn.with_options(**opts) if opts else scn
         else:
             scn = build_scenario(scenario, requests, prompts, aborts=aborts, notifications=notifications,
                                  eviction=eviction, pages=pages, decode=decode)
@@ -147,8 +152,14 @@ def register(app: typer.Typer) -> None:
             from flightcheck.checks.explore.picture import RenderError
             from flightcheck.checks.explore.render import render_result
             from flightcheck.checks.explore.state_graph import GraphTooLarge
+            from flightcheck.checks.explore.violating import violating_states
+            must = v.expected_violation
+            highlight = violating = None
+            if must is not None and not result.result(must).holds:  # the path of the property it must violate
+                highlight = result.result(must).counterexample
+                violating = (must, violating_states(result, must))
             try:
-                render_result(result, render)
+                render_result(result, render, highlight=highlight, violating=violating)
             except (RenderError, GraphTooLarge) as e:
                 raise usage_error(str(e))
         if as_json:
@@ -167,17 +178,21 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def variants(as_json: bool = typer.Option(False, "--json", help="Print a JSON list.")) -> None:
-        """List the design-history variants, each with the property it must violate."""
-        rows = [{"name": v.name, "expected_violation": v.expected_violation, "story": v.story} for v in VARIANTS.values()]
+        """List the design-history variants, each with the property it must violate and the default scenario
+        and policy every command runs it on."""
+        rows = [{"name": v.name, "expected_violation": v.expected_violation, "story": v.story,
+                 "scenario": variant_scenario(v.name).name, "policy": variant_scenario(v.name).policy.label()}
+                for v in VARIANTS.values()]
         if as_json:
             print(json.dumps(rows))
             return
         from rich.table import Table
         t = Table(title="design variants")
-        for col in ("name", "must violate", "story"):
+        for col in ("name", "must violate", "default scenario", "story"):
             t.add_column(col)
         for r in rows:
-            t.add_row(r["name"], r["expected_violation"] or "[green](correct)[/]", r["story"])
+            t.add_row(r["name"], r["expected_violation"] or "[green](correct)[/]", f"{r['scenario']}\n{r['policy']}",
+                      r["story"])
         Console().print(t)
 
     @app.command()
@@ -190,8 +205,12 @@ def register(app: typer.Typer) -> None:
         model: str = typer.Option("tiny", help="tiny | smollm2: the model the conformance stage drives."),
         record: bool = typer.Option(False, "--record", help="Write this run's figures as the expected ones."),
         stage: Optional[list[str]] = typer.Option(None, "--stage", help="Run only this stage (repeatable)."),
+        report: Path = typer.Option(Path("flightcheck-report"), "--report", metavar="DIR",
+                                    help="Write the HTML report (index.html, graphs/) into DIR."),
+        no_report: bool = typer.Option(False, "--no-report", help="Write no report."),
     ) -> None:
-        """The main job: every check flightcheck has, over the default scenarios, with a summary."""
+        """The main job: every check flightcheck has, over the default scenarios, with a summary and a
+        static HTML report (opens from disk; its path is the last line)."""
         from flightcheck.checks.cli.suite import STAGES, run_suite
 
         check_choice("model", model, ("tiny", "smollm2"))
@@ -199,5 +218,8 @@ def register(app: typer.Typer) -> None:
         for s in stage or []:
             if s not in known:
                 raise usage_error(f"unknown --stage {s!r}; known: {', '.join(known)}")
-        ok = run_suite(as_json=as_json, quick=quick, budget=budget, model=model, record=record, stages=stage)
+        if not no_report and report.exists() and not report.is_dir():
+            raise usage_error(f"--report {report}: exists and is not a folder")
+        ok = run_suite(as_json=as_json, quick=quick, budget=budget, model=model, record=record, stages=stage,
+                       report_dir=None if no_report else report)
         raise typer.Exit(0 if ok else 1)

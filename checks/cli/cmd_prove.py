@@ -1,9 +1,13 @@
 """Commands ``prove`` (BMC + k-induction of every safety property) and ``equiv`` (refactor equivalence).
 
+Without ``--scenario`` a variant runs on its demo scenario under its demo policy (a mutant under that
+policy only), and ``equiv`` compares two designs on the demo of the one that is not ``correct``, as
+``explore --variant`` and ``check`` do (:mod:`flightcheck.checks.cli.defaults`), so the lengths agree.
+
 For example::
 
     $ flightcheck prove --scenario burst3-abort
-    $ flightcheck prove --variant forget-at-release --depth 9 --path-out cx.json
+    $ flightcheck prove --variant forget-at-release --path-out cx.json
     $ flightcheck replay cx.json
     $ flightcheck prove --scenario mixed3 --release on-completion --json
     $ flightcheck equiv correct draining
@@ -21,6 +25,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from flightcheck.checks.cli.defaults import (
+    PROVE_DEPTH, equiv_depth, is_mutant, pair_scenario, variant_scenario,
+)
 from flightcheck.checks.cli.errors import usage_error
 from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS, Scenario
 from flightcheck.spec.variants import VARIANTS
@@ -39,15 +46,28 @@ def _variant(name: str, option: str = "--variant") -> str:
 
 
 def _policies(scn: Scenario, release: Optional[str], publication: Optional[str],
-              coordination: Optional[str]) -> list[Scenario]:
-    """The scenario under each policy asked for (both release points when --release is not given)."""
+              coordination: Optional[str], releases: tuple[str, ...] = RELEASES) -> list[Scenario]:
+    """The scenario under each policy asked for (``releases`` when --release is not given)."""
     for opt, value, allowed in (("release", release, RELEASES), ("publication", publication, PUBLICATIONS),
                                 ("coordination", coordination, COORDINATIONS)):
         if value is not None and value not in allowed:
             raise usage_error(f"--{opt} must be one of {', '.join(allowed)}; got {value!r}")
     changes = {k: v for k, v in (("publication", publication), ("coordination", coordination)) if v}
     base = scn.with_policy(**changes) if changes else scn
-    return [base.with_policy(release=r) for r in ([release] if release else list(RELEASES))]
+    return [base.with_policy(release=r) for r in ([release] if release else list(releases))]
+
+
+def _mutant_depth(variant: str, scn: Scenario) -> tuple[int, str]:
+    """A mutant's BMC depth: at least its shortest path to the property it must violate (the explorer
+    finds that length exhaustively and cheaply), so the default run reports the violation z3 finds."""
+    from flightcheck.checks.explore.explorer import explore
+
+    must = VARIANTS[variant].expected_violation
+    result = explore(VARIANTS[variant].build(scn))
+    cx = result.result(must).counterexample if must in {p.name for p in result.properties} else None
+    if cx is None:
+        return PROVE_DEPTH, ""
+    return max(PROVE_DEPTH, len(cx)), f"BMC depth {max(PROVE_DEPTH, len(cx))}: the explorer's shortest path to {must} has {len(cx)} steps"
 
 
 def _result_json(spec: Any, r: Any) -> dict[str, Any]:
@@ -71,11 +91,14 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def prove(
-        scenario: str = typer.Option("burst2", help=f"A default scenario: {', '.join(SCENARIOS)}."),
+        scenario: Optional[str] = typer.Option(None, help=f"A default scenario: {', '.join(SCENARIOS)} "
+                                               "(default: the variant's demo scenario and policy)."),
         variant: str = typer.Option("correct", help=f"Design variant: {', '.join(VARIANTS)}."),
-        depth: int = typer.Option(6, help="BMC depth: the base case, and how far unproved properties are checked."),
+        depth: Optional[int] = typer.Option(None, help="BMC depth: the base case, and how far unproved properties "
+                                            f"are checked (default {PROVE_DEPTH}; a mutant's at least its shortest path)."),
         max_k: int = typer.Option(2, "--max-k", help="Largest k tried for k-induction."),
-        release: Optional[str] = typer.Option(None, help="after-prefill | on-completion (default: both)."),
+        release: Optional[str] = typer.Option(None, help="after-prefill | on-completion (default: both; a mutant on "
+                                              "its demo scenario: its demo policy's)."),
         publication: Optional[str] = typer.Option(None, help="incremental | on-completion (default: the scenario's)."),
         coordination: Optional[str] = typer.Option(None, help="single-flight | none (default: the scenario's)."),
         path_out: Optional[Path] = typer.Option(None, "--path-out",
@@ -83,24 +106,30 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
     ) -> None:
         """Prove every safety property by k-induction; BMC to --depth for the rest. Exit 1 on a violation."""
-        if depth < 0 or not 1 <= max_k <= 5:
+        if (depth is not None and depth < 0) or not 1 <= max_k <= 5:
             raise usage_error(f"--depth must be >= 0 and --max-k 1..5; got depth={depth}, max-k={max_k}")
-        scn = _scenario(scenario)
         _variant(variant)
+        scn = _scenario(scenario) if scenario is not None else variant_scenario(variant)
+        demo = scenario is None and is_mutant(variant)
         from flightcheck.checks.proofs.induction import prove as run_prove
 
         console = Console()
         runs, violated = [], False
-        for policy_scn in _policies(scn, release, publication, coordination):
+        for policy_scn in _policies(scn, release, publication, coordination,
+                                    (scn.policy.release,) if demo else RELEASES):
             spec = VARIANTS[variant].build(policy_scn)
-            report = run_prove(spec, max_k=max_k, depth=depth)
+            run_depth, why = (depth, "") if depth is not None else (
+                _mutant_depth(variant, policy_scn) if is_mutant(variant) else (PROVE_DEPTH, ""))
+            if why and not as_json:
+                console.print(why, highlight=False)
+            report = run_prove(spec, max_k=max_k, depth=run_depth)
             first = next((r for r in report.results if r.status == "violated"), None)
             if first is not None and path_out is not None and not violated:
                 path_out.write_text(json.dumps({
                     "scenario": scn.name, "variant": variant, "policy": dataclasses.asdict(spec.policy),
                     "property": first.property, "counterexample": first.counterexample.actions}, indent=2) + "\n")
             violated |= not report.ok
-            runs.append({"policy": spec.policy.label(), "release": spec.policy.release,
+            runs.append({"policy": spec.policy.label(), "release": spec.policy.release, "depth": run_depth,
                          "seconds": round(report.seconds, 3), "bmc_seconds": round(report.bmc_seconds, 3),
                          "properties": [_result_json(spec, r) for r in report.results],
                          "lemmas": [_result_json(spec, r) for r in report.lemmas]})
@@ -132,8 +161,10 @@ def register(app: typer.Typer) -> None:
     def equiv(
         variant_a: str = typer.Argument(..., help="First design variant."),
         variant_b: str = typer.Argument(..., help="Second design variant."),
-        scenario: str = typer.Option("burst2-abort", help="The scenario both run (aborts and bogus notifications by default)."),
-        depth: int = typer.Option(8, help="Look for a distinguishing sequence up to this many steps."),
+        scenario: Optional[str] = typer.Option(None, help="The scenario both run (default: the demo scenario and "
+                                               "policy of the design that is not `correct`, a mutant's first)."),
+        depth: Optional[int] = typer.Option(None, help="Look for a distinguishing sequence up to this many steps "
+                                            "(default: as deep as `check` looks, 10 with a mutant, 6 otherwise)."),
         release: Optional[str] = typer.Option(None, help="after-prefill | on-completion (default: the scenario's)."),
         publication: Optional[str] = typer.Option(None, help="incremental | on-completion (default: the scenario's)."),
         no_proof: bool = typer.Option(False, "--no-proof", help="Skip the induction on the product."),
@@ -142,26 +173,36 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Are two designs indistinguishable from outside? Exit 0 if so, 1 with a shortest distinguishing sequence."""
-        if depth < 0:
+        if depth is not None and depth < 0:
             raise usage_error(f"--depth must be >= 0; got {depth}")
         if search not in ("explicit", "z3"):
             raise usage_error(f"--search must be explicit or z3; got {search!r}")
         _variant(variant_a, "VARIANT_A")
         _variant(variant_b, "VARIANT_B")
-        scn = _policies(_scenario(scenario), release or _scenario(scenario).policy.release, publication, None)[0]
+        base = _scenario(scenario) if scenario is not None else pair_scenario(variant_a, variant_b)
+        scn = _policies(base, release or base.policy.release, publication, None)[0]
+        depth = equiv_depth(variant_a, variant_b) if depth is None else depth
         from flightcheck.checks.proofs.equivalence import check_equivalence
+        from flightcheck.checks.report.lockstep import lockstep_steps
 
         r = check_equivalence(variant_a, variant_b, scn, depth=depth, prove_unbounded=not no_proof, search=search)
+        steps = lockstep_steps(VARIANTS[variant_a].build(scn), VARIANTS[variant_b].build(scn), r.sequence)
         if as_json:
-            print(json.dumps({"variant_a": variant_a, "variant_b": variant_b, "scenario": scenario,
+            print(json.dumps({"variant_a": variant_a, "variant_b": variant_b, "scenario": scn.name,
                               "policy": scn.policy.label(), "verdict": r.verdict, "equivalent": r.equivalent,
                               "depth": r.depth, "search": search, "sequence": r.sequence, "difference": r.difference,
+                              "steps": [{"action": a, variant_a: ca, variant_b: cb} for _n, a, ca, cb in steps],
                               "seconds": round(r.seconds, 3)}, indent=2))
         else:
             console = Console()
             colour = "green" if r.equivalent else "red"
+            console.print(f"{scn.name} · {scn.policy.label()}", highlight=False)
             console.print(f"[{colour}]{r.summary()}[/]")
             if not r.equivalent:
-                for n, a in enumerate(r.sequence, 1):
+                width = max(len(variant_a), len(variant_b)) + 1
+                for n, a, ca, cb in steps:  # what each step changed in each design
                     console.print(f"{n:2d}. {a}", highlight=False)
+                    console.print(f"    {variant_a + ':':<{width}} {ca}", markup=False, highlight=False)
+                    console.print(f"    {variant_b + ':':<{width}} {'(the same)' if cb == ca else cb}",
+                                  markup=False, highlight=False)
         raise typer.Exit(0 if r.equivalent else 1)

@@ -2,9 +2,9 @@
 
 Replays request traces through the workload opportunity model (:mod:`flightcheck.checks.workload.model`)
 for one configuration, a few, or the full 420-configuration sweep, and prints a table; with ``--out`` it
-writes CSV/JSON rows, PNG plots and a SHA-256 manifest. A TRACE is a file path, or the name of a shared
-trace (``conversation``, ``synthetic``) under ``$FLIGHTCHECK_SHARED/traces`` (default ``../shared/traces``
-beside the repository). ``--from-events`` converts an engine event log to the trace schema first.
+writes CSV/JSON rows, PNG plots and a SHA-256 manifest. A TRACE is a file path, or the name of a Mooncake
+trace (``conversation``, ``synthetic``) shipped with flightcheck (``data/traces/``; set
+``FLIGHTCHECK_SHARED`` to read ``$FLIGHTCHECK_SHARED/traces`` instead). ``--from-events`` converts an engine event log to the trace schema first.
 
 For example::
 
@@ -44,7 +44,8 @@ def _resolve(trace: str) -> Path:
         shared = shared_trace_path(trace)
         if shared.is_file():
             return shared
-        raise _fail(f"shared trace {trace!r} not found at {shared} (set FLIGHTCHECK_SHARED to the shared folder)")
+        raise _fail(f"trace {trace!r} not found at {shared} (FLIGHTCHECK_SHARED set to a folder without it, or an "
+                    "installation without flightcheck's data/traces)")
     raise _fail(f"trace file {trace!r} not found (give a path, or one of {', '.join(_SHARED_NAMES)})")
 
 

@@ -16,6 +16,7 @@ For example::
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -24,6 +25,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from flightcheck.checks.cli.defaults import equiv_depth, pair_scenario
 from flightcheck.checks.cli.expect import Expectations
 from flightcheck.checks.cli.suite import Row
 from flightcheck.spec.scenario import PUBLICATIONS, RELEASES, SCENARIOS, policy_grid
@@ -57,13 +59,20 @@ def _key(scn: Any) -> str:
     return f"{scn.name} {p.release} {p.publication} {p.leader_loss}"
 
 
+def _where(scn: Any) -> dict[str, Any]:
+    """The scenario and policy a row is about, for the evidence (the report rebuilds specs from it)."""
+    return {"scenario": scn.name, "policy": dataclasses.asdict(scn.policy)}
+
+
 # --- explore ---------------------------------------------------------------------------------------------
-def _explore_one(scn: Any) -> tuple[str, bool, int, list[str], float, int]:
+def _explore_one(scn: Any) -> tuple[str, bool, int, list[str], float, int, dict[str, Any]]:
     from flightcheck.checks.explore.engine import explore_with as explore
     from flightcheck.spec.model import FlightSpec
 
     r = explore(FlightSpec(scn))
-    return _key(scn), r.ok, r.stats.states, [p.name for p in r.violations], r.stats.seconds, len(r.properties)
+    evidence = {**_where(scn), "states": r.stats.states, "edges": r.stats.edges, "depth": r.stats.depth,
+                "properties": {p.name: p.verdict for p in r.properties}}
+    return _key(scn), r.ok, r.stats.states, [p.name for p in r.violations], r.stats.seconds, len(r.properties), evidence
 
 
 def explore_stage(ctx: Context) -> list[Row]:
@@ -71,12 +80,12 @@ def explore_stage(ctx: Context) -> list[Row]:
     items = [s for name, scn in SCENARIOS.items() if not (ctx.quick and name == "burst4-abort")
              for s in policy_grid(scn)]
     rows = []
-    for key, ok, states, bad, seconds, nprops in _parallel(_explore_one, items, ctx.jobs):
+    for key, ok, states, bad, seconds, nprops, evidence in _parallel(_explore_one, items, ctx.jobs):
         changed = ctx.expect.compare("explore", key, states)
         detail = ", ".join(bad) if bad else f"{states} states, all {nprops} properties hold"
         if changed:
             detail = f"state count changed ({changed}); " + detail
-        rows.append(Row("explore", key, ok and not changed, detail, seconds, {"states": states, "violated": bad}))
+        rows.append(Row("explore", key, ok and not changed, detail, seconds, {**evidence, "violated": bad}))
     return rows
 
 
@@ -91,10 +100,14 @@ def variants_stage(ctx: Context) -> list[Row]:
         t = time.perf_counter()
         r = explore(v.demo_spec())
         violated = [p.name for p in r.violations if p.kind != "sometimes"]
+        where = {**_where(r.spec.scenario.with_policy(**dataclasses.asdict(r.spec.policy))), "states": r.stats.states}
         if v.expected_violation is None:
             ok = not violated
             detail = "all safety and liveness properties hold" if ok else "violates " + ", ".join(violated)
-            evidence: dict[str, Any] = {}
+            story = next((p for p in r.properties if p.name == "sometimes_all_finished" and p.witness), None)
+            evidence: dict[str, Any] = {**where, "violated": violated,
+                                        "witness": {"property": story.name, "actions": story.witness.actions}
+                                        if story else None}
         else:
             res = r.result(v.expected_violation)
             n = len(res.counterexample) if res.counterexample else None
@@ -103,8 +116,11 @@ def variants_stage(ctx: Context) -> list[Row]:
             changed = ctx.expect.compare("variants", v.name, [v.expected_violation, n])
             if changed:
                 ok, detail = False, f"path changed ({changed}); " + detail
-            evidence = {"property": v.expected_violation, "length": n,
-                        "counterexample": res.counterexample.actions if res.counterexample else None}
+            cx = res.counterexample
+            evidence = {**where, "property": v.expected_violation, "kind": res.kind, "length": n,
+                        "counterexample": cx.actions if cx else None,
+                        "loop": [str(s.action) for s in cx.loop] if cx else [], "stutters": bool(cx and cx.stutters),
+                        "violated": violated}
         rows.append(Row("variants", v.name, ok, detail, time.perf_counter() - t, evidence))
     return rows
 
@@ -123,13 +139,23 @@ def _prove_items(quick: bool) -> list[Any]:
     return items
 
 
-def _prove_one(scn: Any) -> tuple[str, dict[str, Any], float]:
+def _prove_one(scn: Any) -> tuple[str, dict[str, Any], float, dict[str, Any]]:
     from flightcheck.checks.proofs.induction import prove
     from flightcheck.spec.model import FlightSpec
 
-    rep = prove(FlightSpec(scn), max_k=PROVE_MAX_K, depth=PROVE_DEPTH)
+    spec = FlightSpec(scn)
+    rep = prove(spec, max_k=PROVE_MAX_K, depth=PROVE_DEPTH)
     verdicts = {r.property: f"{r.status} k={r.k}" if r.status == "proved" else r.status for r in rep.results + rep.lemmas}
-    return _key(scn), verdicts, rep.seconds
+    details = {}
+    for r in rep.results + rep.lemmas:
+        details[r.property] = {
+            "status": r.status, "k": r.k, "lemma": r in rep.lemmas, "support": list(r.support),
+            "seconds": round(r.seconds, 3),
+            "counterexample": r.counterexample.actions if r.counterexample is not None else None,
+            "counterexample_to_induction": (dict(r.cti.to_json(spec), text=r.cti.format(spec))
+                                            if r.cti is not None else None)}
+    return _key(scn), verdicts, rep.seconds, {**_where(scn), "depth": PROVE_DEPTH, "max_k": PROVE_MAX_K,
+                                              "details": details}
 
 
 def prove_stage(ctx: Context) -> list[Row]:
@@ -138,7 +164,7 @@ def prove_stage(ctx: Context) -> list[Row]:
     lost). A row fails on a violation, and on any verdict other than the recorded one (a property that
     drops from proved to bounded fails here even though nothing is violated)."""
     rows = []
-    for key, verdicts, seconds in _parallel(_prove_one, _prove_items(ctx.quick), ctx.jobs):
+    for key, verdicts, seconds, evidence in _parallel(_prove_one, _prove_items(ctx.quick), ctx.jobs):
         proved = [p for p, v in verdicts.items() if v.startswith("proved")]
         violated = [p for p, v in verdicts.items() if v == "violated"]
         bounded = [p for p, v in verdicts.items() if v == "bounded"]
@@ -151,31 +177,33 @@ def prove_stage(ctx: Context) -> list[Row]:
             moved = [f"{p}: {was.get(p)} -> {v}" for p, v in verdicts.items() if was.get(p) != v]
             moved += [f"{p}: {w} -> gone" for p, w in was.items() if p not in verdicts]
             detail = "proofs changed (" + "; ".join(moved) + "); " + detail
-        rows.append(Row("prove", key, not violated and not changed, detail, seconds, {"verdicts": verdicts}))
+        rows.append(Row("prove", key, not violated and not changed, detail, seconds, {**evidence, "verdicts": verdicts}))
     return rows
 
 
 # --- equiv -----------------------------------------------------------------------------------------------
 def equiv_stage(ctx: Context) -> list[Row]:
     """The seed's refactor: ``draining`` against ``correct`` must be equivalent, and every mutant must
-    differ from ``correct`` with a distinguishing sequence (each on its demo scenario)."""
+    differ from ``correct`` with a distinguishing sequence (each pair on the scenario and at the depth the
+    ``equiv`` command uses by default: :mod:`flightcheck.checks.cli.defaults`)."""
     from flightcheck.checks.proofs.equivalence import check_equivalence
 
     rows = []
     for v in VARIANTS.values():
         if v.name == "correct":
             continue
-        demo = SCENARIOS[v.demo].with_policy(**dict(v.demo_policy))
-        scn = SCENARIOS["burst2-abort"] if v.expected_violation is None else demo
+        scn = pair_scenario("correct", v.name)
         # The product induction proves the correct pair for every depth; BMC first rules out short differences.
-        res = check_equivalence("correct", v.name, scn, depth=6 if v.expected_violation is None else 10)
+        depth = equiv_depth("correct", v.name)
+        res = check_equivalence("correct", v.name, scn, depth=depth)
         ok = res.equivalent if v.expected_violation is None else not res.equivalent
         detail = res.summary()
         changed = ctx.expect.compare("equiv", v.name, [res.verdict, len(res.sequence)])
         if changed:
             ok, detail = False, f"verdict changed ({changed}); " + detail
         rows.append(Row("equiv", f"correct vs {v.name}", ok, detail, res.seconds,
-                        {"verdict": res.verdict, "sequence": res.sequence, "difference": res.difference}))
+                        {**_where(scn), "variant_a": "correct", "variant_b": v.name, "depth": depth,
+                         "verdict": res.verdict, "sequence": res.sequence, "difference": res.difference}))
     return rows
 
 
@@ -233,7 +261,9 @@ def corpus_rows(ctx: Context) -> list[Row]:
                             {"changed": {k: c for k, c in changes}}))
         else:
             rows.append(Row("conform", f"corpus {name}", True, f"{len(parts)} policies, {programs} programs, "
-                            f"{edges} spec edges taken, every step as recorded", seconds))
+                            f"{edges} spec edges taken, every step as recorded", seconds,
+                            {"scenario": name, "policies": [k for k, *_r in parts], "programs": programs,
+                             "edges_taken": {k: n for k, _f, _c, n, _s in parts}}))
     return rows
 
 
@@ -267,8 +297,10 @@ def seeded_rows(ctx: Context) -> list[Row]:
             detail = f"{d['summary']} [{', '.join(d['properties'])}]"
             if r["failure"].get("saved_to"):
                 detail += f"; replay: flightcheck conform --replay {r['failure']['saved_to']}"
+        counts = {"release": release, "publication": publication, "runs": r["runs"], "steps": r["steps"],
+                  "events": r["events"]}
         rows.append(Row("conform", name, r["ok"], detail, r["seconds"],
-                        {"failure": r["failure"], "report": r["text"]} if not r["ok"] else {}))
+                        {**counts, "failure": r["failure"], "report": r["text"]} if not r["ok"] else counts))
     return rows
 
 
@@ -278,15 +310,17 @@ def conform_stage(ctx: Context) -> list[Row]:
 
     rows = corpus_rows(ctx) + seeded_rows(ctx)
     t = time.perf_counter()
+    evidence: dict[str, Any] = {}
     try:
         none, single = probe("none"), probe("single-flight")
         ok = set(none.computations_per_page) == {8} and set(single.computations_per_page) == {1} \
             and none.conformed and single.conformed
         detail = (f"computations per shared page: none {none.computations_per_page}, single-flight "
                   f"{single.computations_per_page}")
+        evidence = {"model": "tiny", "none": none.to_json(), "single-flight": single.to_json()}
     except Exception as error:  # a probe that breaks is a failed row beside the campaigns, never all of them
         ok, detail = False, f"the probe failed: {type(error).__name__}: {error}"
-    rows.append(Row("conform", "probe 8 cold identical requests", ok, detail, time.perf_counter() - t))
+    rows.append(Row("conform", "probe 8 cold identical requests", ok, detail, time.perf_counter() - t, evidence))
     return rows
 
 
@@ -301,17 +335,20 @@ def real_model_stage(ctx: Context) -> list[Row]:
     r = run_programs(seeded_programs(0, 3), "smollm2", save_dir=ctx.save_dir, seed=0)
     detail = (f"{r.runs} programs, {r.steps} engine steps, {r.events} events checked" if r.ok
               else f"{r.failure.diagnosis.summary} [{', '.join(r.failure.diagnosis.properties)}]")
+    counts = {"runs": r.runs, "steps": r.steps, "events": r.events}
     rows.append(Row("smollm2", "conform (seeded, short)", r.ok, detail, r.seconds,
-                    {"failure": r.failure.to_json()} if r.failure else {}))
+                    {**counts, "failure": r.failure.to_json()} if r.failure else counts))
     t = time.perf_counter()
+    evidence: dict[str, Any] = {}
     try:
         none, single = probe("none", model="smollm2"), probe("single-flight", model="smollm2")
         ok = set(none.computations_per_page) == {8} and set(single.computations_per_page) == {1}
         detail = (f"computations per shared page: none {none.computations_per_page}, "
                   f"single-flight {single.computations_per_page}")
+        evidence = {"model": "smollm2", "none": none.to_json(), "single-flight": single.to_json()}
     except Exception as error:
         ok, detail = False, f"the probe failed: {type(error).__name__}: {error}"
-    rows.append(Row("smollm2", "probe 8 cold identical requests", ok, detail, time.perf_counter() - t))
+    rows.append(Row("smollm2", "probe 8 cold identical requests", ok, detail, time.perf_counter() - t, evidence))
     return rows
 
 
@@ -333,8 +370,13 @@ def workload_stage(ctx: Context) -> list[Row]:
         changed = ctx.expect.compare("workload", name, [whole.num_cold_attempts, whole.num_removable_attempts])
         detail = (f"redundancy {ratio:.4%}: single-flight removes {whole.num_removable_attempts:,} of "
                   f"{whole.num_cold_attempts:,} cold block loads")
+        evidence = {"trace": name, "w_eff_ms": 1000.0, "capacity_blocks": 10_000, "instances": len(res.instances),
+                    "requests": whole.num_requests, "cold_attempts": whole.num_cold_attempts,
+                    "cohorts": whole.num_cohorts, "removable_attempts": whole.num_removable_attempts,
+                    "hits": whole.num_hits, "redundancy_ratio": ratio, "reconciles": parts == whole}
         rows.append(Row("workload", f"{name} W_eff=1s", parts == whole and not changed,
-                        (f"counts changed ({changed}); " if changed else "") + detail, time.perf_counter() - t))
+                        (f"counts changed ({changed}); " if changed else "") + detail, time.perf_counter() - t,
+                        evidence))
     return rows
 
 

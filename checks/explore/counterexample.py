@@ -4,7 +4,8 @@ A :class:`Counterexample` is a concrete path from the initial state: numbered st
 the state it leads to, optionally followed by a loop (for liveness) that repeats forever. It prints as a
 numbered list naming, for each step, only what changed, in the design's own words ("r1: blocked ->
 waiting", "flight f0 closed", "page A0 ready refs=1"), so a person can follow it without the layout (the words come from the model's ``changes`` and
-``describe``; for the flight spec, :mod:`flightcheck.spec.describe`).
+``describe``; for the flight spec, :mod:`flightcheck.spec.describe`), and says whether the coordinator accepted
+or rejected each termination (:mod:`flightcheck.checks.explore.steps`).
 
 For example::
 
@@ -71,16 +72,18 @@ class Counterexample:
 
     def format(self, spec: FlightSpec) -> str:
         """A numbered list of actions, each with what it changed."""
+        from flightcheck.checks.explore.steps import step_changes
+
         lines = []
         prev = spec.initial()
         width = max((len(str(s.action)) for s in self.steps + self.loop), default=0) + 2
         for n, step in enumerate(self.steps, 1):
-            lines.append(f"{n:2d}. {str(step.action):<{width}}{spec.changes(prev, step.state)}")
+            lines.append(f"{n:2d}. {str(step.action):<{width}}{step_changes(spec, prev, step.action, step.state)}")
             prev = step.state
         if self.loop:
             lines.append("    then forever:")
             for step in self.loop:
-                lines.append(f"    - {str(step.action):<{width}}{spec.changes(prev, step.state)}")
+                lines.append(f"    - {str(step.action):<{width}}{step_changes(spec, prev, step.action, step.state)}")
                 prev = step.state
         if self.stutters:
             lines.append("    then nothing: no engine step is enabled, and a live request never terminates")

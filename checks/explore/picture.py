@@ -160,12 +160,16 @@ def _describe_policy(result: ExploreResult) -> str:
 def build_picture(result: ExploreResult, *, highlight: Counterexample | None = None,
                   edge_colors: dict[tuple[Any, Any], str] | None = None,
                   node_colors: dict[Any, str] | None = None, title: str = "",
-                  use_default_highlight: bool = True) -> Picture:
+                  use_default_highlight: bool = True, violating: tuple[str, Any] | None = None,
+                  color_legend: list[tuple[str, str]] | None = None) -> Picture:
     """The picture of one explored graph (see the module's docstring for what it shows).
 
     ``edge_colors`` and ``node_colors`` are keyed by states (concrete states are mapped to their
     symmetry representative) and override the default colours, e.g. to show which spec edges an engine
-    run visited. ``highlight`` defaults to the first violation's counterexample.
+    run visited. ``highlight`` defaults to the first violation's counterexample. ``violating`` is a
+    property's name and the states where it is violated (see
+    :func:`~flightcheck.checks.explore.violating.violating_states`): they are drawn red and counted.
+    ``color_legend`` says what the caller's colours mean (legend rows instead of the counts).
     """
     spec, graph = result.spec, result.graph
     canon = _canonicalizer(result)
@@ -193,6 +197,7 @@ def build_picture(result: ExploreResult, *, highlight: Counterexample | None = N
     if unknown:
         raise RenderError(f"{len(unknown)} coloured states/edges are not in the explored graph, e.g. {unknown[0]}")
 
+    bad_states = {canon(s) for s in violating[1]} if violating else set()
     nodes: list[PNode] = []
     notify_loops = 0
     for s in order:
@@ -214,6 +219,9 @@ def build_picture(result: ExploreResult, *, highlight: Counterexample | None = N
             node.tags.append("path")
             node.border, node.penwidth = hl_color, 3.0
         if s == final and story is None:
+            node.tags.append("violation")
+            node.fill = FILL_BAD
+        if s in bad_states:
             node.tags.append("violation")
             node.fill = FILL_BAD
         if s in ncol:
@@ -243,7 +251,9 @@ def build_picture(result: ExploreResult, *, highlight: Counterexample | None = N
 
     legend = [(FILL_INITIAL, "START: the initial state"),
               (FILL_QUIESCENT, "quiescent: nothing live, nothing pending (double border)")]
-    if any("bad" in n.tags or "violation" in n.tags for n in nodes):
+    if violating:
+        legend.append((FILL_BAD, f"{violating[0]} is violated here ({len(bad_states)} states)"))
+    elif any("bad" in n.tags or "violation" in n.tags for n in nodes):
         legend.append((FILL_BAD, "a property is violated here"))
     used = {e.tags[0] for e in edges if e.tags and e.tags[0]}
     legend += [(ACTION_STYLE[a][0], f"{a} ({ACTION_STYLE[a][1]})") for a in ACTION_STYLE if a in used]
@@ -256,18 +266,21 @@ def build_picture(result: ExploreResult, *, highlight: Counterexample | None = N
     if highlight is not None:
         if story:
             what = f"witness of {story[0]}"
-        elif result.violations and highlight is result.violations[0].counterexample:
-            what = f"counterexample to {result.violations[0].name}"
+        elif any(p.counterexample is highlight for p in result.violations):
+            what = "counterexample to " + next(p.name for p in result.violations if p.counterexample is highlight)
         else:
             what = "highlighted path"
         legend.append((hl_color, f"thick {'yellow' if story else 'red'}: {what} ({len(highlight)} steps"
                                  f"{', then a loop' if highlight.loop else ''})"))
         renamed = " (request names as replayed; each drawn state is its symmetry representative)" if st.symmetry else ""
         notes = [f"{what}{renamed}:"] + highlight.format(spec).splitlines()
-    if ecol:
-        legend.append(("#888888", f"{len(ecol)} edges coloured by the caller"))
-    if ncol:
-        legend.append(("#888888", f"{len(ncol)} states coloured by the caller"))
+    if color_legend:
+        legend += color_legend
+    else:
+        if ecol:
+            legend.append(("#888888", f"{len(ecol)} edges coloured by the caller"))
+        if ncol:
+            legend.append(("#888888", f"{len(ncol)} states coloured by the caller"))
     legend.append(("#ffffff", "rN L/F: leader/follower; prefill done/units; decode steps/max; pubN: pages published; hitN: pages recovered; pages X ref: cached page, references"))
     sub = f"{st.states} states, {st.edges} edges, depth {st.depth}, symmetry {'on (requests renamed)' if st.symmetry else 'off'}"
     verdict = "every property holds" if result.ok else "violated: " + ", ".join(p.name for p in result.violations)

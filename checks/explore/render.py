@@ -141,7 +141,8 @@ def write_picture(pic: Picture, path: Path) -> Path:
 # ---------------------------------------------------------------------------------------------- API
 def render_result(result: ExploreResult, path: Path, *, highlight: Counterexample | None = None,
                   edge_colors: dict[tuple[Any, Any], str] | None = None,
-                  node_colors: dict[Any, str] | None = None, title: str = "", force: bool = False) -> Path:
+                  node_colors: dict[Any, str] | None = None, title: str = "", force: bool = False,
+                  violating: tuple[str, Any] | None = None) -> Path:
     """Draw an explored graph to ``path`` (``.dot``, ``.svg``, ``.png`` or ``.html``) and return the path.
 
     Raises :class:`RenderError` for another suffix, for more than :data:`MAX_NODES` states unless
@@ -161,7 +162,8 @@ def render_result(result: ExploreResult, path: Path, *, highlight: Counterexampl
     path = Path(path)
     _check_suffix(path)
     _check_size(result.graph.number_of_nodes(), force)
-    pic = build_picture(result, highlight=highlight, edge_colors=edge_colors, node_colors=node_colors, title=title)
+    pic = build_picture(result, highlight=highlight, edge_colors=edge_colors, node_colors=node_colors, title=title,
+                        violating=violating)
     return write_picture(pic, path)
 
 

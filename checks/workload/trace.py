@@ -151,9 +151,26 @@ def shared_dir() -> Path:
     return Path(override) if override else repo_root().parent / "shared"
 
 
+def bundled_traces_dir() -> Path:
+    """The traces shipped with flightcheck (``data/traces`` in the repository, ``flightcheck/data/traces``
+    once installed): the two Mooncake traces, their provenance, checksums and license."""
+    import flightcheck.data
+
+    return Path(flightcheck.data.__file__).resolve().parent / "traces"
+
+
 def shared_trace_path(name: str) -> Path:
-    """The path of a shared trace, e.g. ``shared_trace_path("conversation")`` -> ``.../traces/conversation_trace.jsonl``."""
-    return shared_dir() / "traces" / f"{name}_trace.jsonl"
+    """The path of a named trace, e.g. ``shared_trace_path("conversation")`` -> ``.../traces/conversation_trace.jsonl``.
+
+    ``$FLIGHTCHECK_SHARED/traces`` when that variable is set (an override); otherwise the copy shipped with
+    flightcheck; and only if that copy is missing (an installation without its data), ``../shared/traces``
+    beside the repository root.
+    """
+    file = f"{name}_trace.jsonl"
+    if os.environ.get("FLIGHTCHECK_SHARED"):
+        return shared_dir() / "traces" / file
+    bundled = bundled_traces_dir() / file
+    return bundled if bundled.is_file() else shared_dir() / "traces" / file
 
 
 def events_to_trace(lines: Iterable[str], source: str = "<events>", block_tokens: int = 16) -> Trace:

@@ -8,11 +8,13 @@ from flightcheck.checks.cli import suite
 from flightcheck.checks.cli.app import app
 
 
-def test_check_quick_runs_every_stage_but_the_real_model_and_passes():
-    r = CliRunner().invoke(app, ["check", "--quick", "--json"])
+def test_check_quick_runs_every_stage_but_the_real_model_and_passes(tmp_path):
+    r = CliRunner().invoke(app, ["check", "--quick", "--json", "--report", str(tmp_path / "report")])
     assert r.exit_code == 0, r.output
     out = json.loads(r.output.strip().splitlines()[-1])
     assert out["verdict"] == "ok"
+    assert out["report"] == str(tmp_path / "report" / "index.html") and "z3: k-induction" in (
+        tmp_path / "report" / "index.html").read_text()  # the report of this run (tests/report/ checks it renders)
     stages = {row["stage"] for row in out["rows"]}
     assert stages == {"explore", "variants", "prove", "equiv", "conform", "workload"}
     by_item = {(row["stage"], row["item"]): row for row in out["rows"]}
