@@ -247,9 +247,11 @@ class ProgramRun:
                 reasons.append(f"request {rid} has {len(req.output_token_ids)} outputs (max_tokens "
                                f"{req.sampling.max_tokens}) and still runs after {call}")
         if reasons:
+            # A flight left unsettled strands its followers: nothing the engine does later releases them.
+            props = ["no_deadlock"] if any(a.startswith(("release", "promote")) for a in late) else []
             raise ConformanceError(Diagnosis(
                 "due", f"{call} returned with work the engine must have done in it", last_state=self._last_state(),
-                reasons=reasons, properties=[],
+                reasons=reasons, properties=props,
                 notes=["publication follows every forward pass, a flight is settled in the call that ends or "
                        "loses its leader, and a request finishes at its output limit: none of them may wait"]))
 
