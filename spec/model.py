@@ -59,16 +59,16 @@ from typing import Any, Callable, Iterator
 
 from flightcheck.spec import pool
 from flightcheck.spec.derived import DerivedFacts
+from flightcheck.spec.endings import FlightEndings
 from flightcheck.spec.actions import ACTION_NAMES, ENGINE_ACTIONS, Action, parse_action  # noqa: F401
 from flightcheck.spec.expr import And, If, Min, Not, Or, Sum
 from flightcheck.spec.scenario import Policy, Scenario
 from flightcheck.spec.state import (
-    ABORTED, ABSENT, BLOCKED, CLOSED, DECODE, FAILED, FINISHED, NOT_CACHED, OPEN, PREFILL, READY,
-    TERM_BOGUS_ACCEPTED, TERM_LEGIT_REJECTED, WAITING, Edit, Layout, State, View,
+    ABSENT, BLOCKED, DECODE, FINISHED, NOT_CACHED, OPEN, PREFILL, READY, WAITING, Edit, Layout, State, View,
 )
 
 
-class FlightSpec(DerivedFacts):
+class FlightSpec(FlightEndings, DerivedFacts):
     """The correct design. Variants (see :mod:`flightcheck.spec.variants`) override single methods.
 
     ``policy`` defaults to the scenario's own.
@@ -287,71 +287,6 @@ class FlightSpec(DerivedFacts):
             e.ref[k] = s.ref[k] + If(newly, 1, 0)
         e.pubd[i] = If(s.pubd[i] < upto, upto, s.pubd[i])
 
-    # ------------------------------------------------------------------ release, promote
-    def g_release(self, s: View, f: int) -> Any:
-        if not self.policy.single_flight:
-            return False
-        return And(s.fl[f] == OPEN, self.release_guard(s, f))
-
-    def release_guard(self, s: View, f: int) -> Any:
-        """When the engine releases flight ``f`` (variants weaken it): at the release point, at once
-        after the leader's termination (unless the flight is handed on), never while another is pending."""
-        pending = If(self.is_terminated(s, f), self.releases_everyone(s, f), self.calm(s))
-        return And(self.at_release_point(s, f), pending)
-
-    def pins_at_release(self, s: View, f: int) -> Any:
-        """How many pages each released follower pins: all its leader holds."""
-        return s.pubd[f]
-
-    def u_release(self, s: View, f: int) -> Any:
-        e = s.edit()
-        e.set("g_early", If(self.at_release_point(s, f), s.g_early, 1))
-        e.fl[f] = CLOSED
-        e.idx[self.cls(f)] = 0
-        pins = self.pins_at_release(s, f)
-        lost = self.is_terminated(s, f)
-        released = Sum(And(s.mem[j] == f + 1, s.ph[j] == BLOCKED) for j in range(self.num_requests) if j != f)
-        for j in range(self.num_requests):
-            member = s.mem[j] == f + 1
-            blocked = And(member, s.ph[j] == BLOCKED)
-            e.ph[j] = If(blocked, WAITING, s.ph[j])
-            if j != f:
-                e.pubd[j] = If(blocked, pins, s.pubd[j])
-            self.release_member(s, e, f, j, member)
-        for p, k in enumerate(self.pages_of(f)):
-            e.ref[k] = s.ref[k] + If(p < pins, released, 0) - If(And(lost, p < s.pubd[f]), 1, 0)
-        e.pubd[f] = If(lost, 0, s.pubd[f])
-        return e.build()
-
-    def release_member(self, s: View, e: Edit, f: int, j: int, member: Any) -> None:
-        """What the coordinator keeps of a released member: its ID, in the released set."""
-        e.mem[j] = If(member, 0, s.mem[j])
-        e.rel[j] = If(member, 1, s.rel[j])
-
-    def g_promote(self, s: View, j: int) -> Any:
-        if not (self.policy.single_flight and self.policy.leader_loss == "promote"):
-            return False
-        lost = [And(s.mem[j] == f + 1, self.is_orphaned(s, f), s.ph[f] != FINISHED)
-                for f in range(self.num_requests) if f != j and self.cls(f) == self.cls(j)]
-        return And(s.ph[j] == BLOCKED, Or(*lost))
-
-    def u_promote(self, s: View, j: int) -> Any:
-        e = s.edit()
-        flights = [f for f in range(self.num_requests) if f != j and self.cls(f) == self.cls(j)]
-        held = Sum(If(s.mem[j] == f + 1, s.pubd[f], 0) for f in flights)
-        for f in flights:
-            e.fl[f] = If(s.mem[j] == f + 1, CLOSED, s.fl[f])
-            e.pubd[f] = If(s.mem[j] == f + 1, 0, s.pubd[f])
-        for m in range(self.num_requests):
-            if m != j:
-                e.mem[m] = If(And(s.mem[m] != 0, s.mem[m] == s.mem[j]), j + 1, s.mem[m])
-        e.mem[j] = j + 1
-        e.fl[j] = OPEN
-        e.idx[self.cls(j)] = j + 1
-        e.ph[j] = WAITING
-        e.pubd[j] = held  # the old leader's references are the new leader's pins: no count changes
-        return e.build()
-
     # ------------------------------------------------------------------ decode, finish
     def g_decode(self, s: View, i: int) -> Any:
         conds = [s.ph[i] == DECODE, s.dec[i] < self.scenario.requests[i].num_decode, self.calm(s)]
@@ -395,77 +330,3 @@ class FlightSpec(DerivedFacts):
         e = s.edit()
         e.pg[k] = NOT_CACHED
         return e.build()
-
-    # ------------------------------------------------------------------ abort, fail, notify, expire
-    def g_abort(self, s: View, i: int) -> Any:
-        return And(self.is_live(s, i), self.calm(s))
-
-    def u_abort(self, s: View, i: int) -> Any:
-        return self._lose(s, i, ABORTED)
-
-    def g_fail(self, s: View, i: int) -> Any:
-        return And(pool.is_running(s, i), self.calm(s))
-
-    def u_fail(self, s: View, i: int) -> Any:
-        return self._lose(s, i, FAILED)
-
-    def _lose(self, s: View, i: int, phase: int) -> Any:
-        """A live request ends without finishing: its private pages are freed, its references dropped
-        (a flight leader's once its flight is released or handed on)."""
-        e = s.edit()
-        leading = self.leads_open_flight(s, i)
-        for p, k in enumerate(self.pages_of(i)):
-            e.ref[k] = s.ref[k] - If(And(Not(leading), p < s.pubd[i]), 1, 0)
-        self._terminate(s, e, i, phase, leading)
-        return e.build()
-
-    def g_notify(self, s: View, i: int) -> Any:
-        if i >= self.num_requests:
-            return self.calm(s)
-        return And(Not(self.is_live(s, i)), self.calm(s))
-
-    def u_notify(self, s: View, i: int) -> Any:
-        accepted = self.accepts(s, i)
-        e = s.edit()
-        e.set("g_term", If(And(accepted, s.g_term == 0), TERM_BOGUS_ACCEPTED, s.g_term))
-        if i < self.num_requests:
-            self.forget(s, e, i, accepted)
-        return e.build()
-
-    def g_expire(self, s: View, j: int) -> Any:
-        return And(s.ph[j] == BLOCKED, self.calm(s))
-
-    def u_expire(self, s: View, j: int) -> Any:
-        e = s.edit()
-        held = Sum(If(s.mem[j] == f + 1, s.pubd[f], 0)
-                   for f in range(self.num_requests) if f != j and self.cls(f) == self.cls(j))
-        e.ph[j] = WAITING
-        e.pubd[j] = held
-        for p, k in enumerate(self.pages_of(j)):
-            e.ref[k] = s.ref[k] + If(p < held, 1, 0)
-        e.exp[j] = 1
-        self.expire_member(s, e, j)
-        return e.build()
-
-    def expire_member(self, s: View, e: Edit, j: int) -> None:
-        """An expired follower leaves its flight for the released set, so its termination is still known."""
-        e.mem[j] = 0
-        e.rel[j] = 1
-
-    def _terminate(self, s: View, e: Edit, i: int, phase: int, keep_pages: Any = False) -> None:
-        """A live request ends: the coordinator must accept its termination exactly once."""
-        accepted = self.accepts(s, i)
-        e.set("g_term", If(And(Not(accepted), s.g_term == 0), TERM_LEGIT_REJECTED, s.g_term))
-        e.ph[i] = phase
-        # A terminated request's history no longer matters (forgetting it keeps the graph small), but a
-        # flight leader's references stay until its flight is released or handed on.
-        e.hit[i] = 0
-        e.done[i] = 0
-        e.pubd[i] = If(keep_pages, e.pubd[i], 0)
-        e.dec[i] = 0
-        self.forget(s, e, i, accepted)
-
-    def forget(self, s: View, e: Edit, i: int, accepted: Any) -> None:
-        """An accepted termination removes ``i`` from its flight or from the released set."""
-        e.mem[i] = If(accepted, 0, s.mem[i])
-        e.rel[i] = If(accepted, 0, s.rel[i])

@@ -207,7 +207,7 @@ class _Done:
 
 def _memory_message(spec: Any, symmetry: bool, keep_edges: bool, need: int, limit: int, states: int,
                     depth: int) -> str:
-    title = spec.title() if hasattr(spec, "title") else type(spec).__name__
+    title = spec.title()
     hints = [] if symmetry else ["symmetry reduction (drop --no-symmetry)"]
     if keep_edges:
         hints.append("safety only (--safety-only keeps no edges, so no liveness)")

@@ -34,8 +34,11 @@ AUTO_THRESHOLD = 250
 
 
 def supports_batched(spec: Any) -> bool:
-    """True when ``spec`` has what the batched explorer reads: a layout, actions, ``guard`` and ``apply``."""
-    return all(hasattr(spec, name) for name in ("layout", "actions", "guard", "apply"))
+    """True when ``spec`` is a flight spec (the design or a variant): the batched explorer reads its layout
+    and expression-layer guards; any other checkable model (the tests' toy models) runs on the reference."""
+    from flightcheck.spec.model import FlightSpec
+
+    return isinstance(spec, FlightSpec)
 
 
 def explore_with(spec: Any, *, engine: str = "auto", symmetry: bool = True, max_states: int = 2_000_000,
