@@ -98,3 +98,25 @@ class Counterexample:
             "stutters": self.stutters,
             "final_state": spec.describe(self.steps[-1].state if self.steps else spec.initial()),
         }
+
+
+def replay_representatives(spec: Any, sym: Any, cpath: Iterable[tuple[Action, Any]], start: Any = None,
+                           perm: Any = None) -> tuple[list[Step], Any, Any]:
+    """Concrete steps for a path of (representative action, representative reached) pairs of a
+    symmetry-reduced graph, from ``start`` (the initial state by default): each action is renamed
+    through the running permutation, and each state reached must have the representative the graph
+    holds. Returns the steps, the last concrete state and the permutation, so a loop can continue.
+    With ``sym`` None the actions are applied as they are."""
+    s = spec.initial() if start is None else start
+    if sym is not None and perm is None:
+        perm = sym.canonical(s)[1]
+    steps = []
+    for a, c_next in cpath:
+        act = a if sym is None else sym.rename_action(a, sym.inverse(perm))
+        s = spec.apply(s, act)
+        steps.append(Step(act, s))
+        if sym is not None:
+            c, perm = sym.canonical(s)
+            if c != c_next:
+                raise AssertionError(f"replaying {act} reaches {c}, not the explored state {c_next}")
+    return steps, s, perm

@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 import networkx as nx
 
-from flightcheck.checks.explore.counterexample import Counterexample, Step
+from flightcheck.checks.explore.counterexample import Counterexample, replay_representatives
 from flightcheck.checks.explore.model import CheckableModel
 from flightcheck.checks.explore.result import ExploreResult, PropertyResult, Stats
 from flightcheck.spec.model import Action
@@ -144,19 +144,7 @@ class _PathBuilder:
 
     def concrete(self, cpath: list[tuple[Action, Any]], start: Any = None, perm=None):
         """Replay representative actions concretely, renaming each through the running permutation."""
-        spec, sym = self.spec, self.sym
-        s = spec.initial() if start is None else start
-        if sym is not None and perm is None:
-            perm = sym.canonical(s)[1]
-        steps = []
-        for a, c_next in cpath:
-            act = a if sym is None else sym.rename_action(a, sym.inverse(perm))
-            s = spec.apply(s, act)
-            steps.append(Step(act, s))
-            if sym is not None:
-                c, perm = sym.canonical(s)
-                assert c == c_next, "symmetry renaming diverged from the explored graph"
-        return steps, s, perm
+        return replay_representatives(self.spec, self.sym, cpath, start, perm)
 
     def lasso(self, entry: Any, cycle: list[tuple[Action, Any]]) -> Counterexample:
         steps, s, perm = self.concrete(self.canonical_path(entry))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flightcheck.checks.explore.counterexample import Counterexample
+from flightcheck.checks.explore.counterexample import Counterexample, replay_representatives
 from flightcheck.checks.explore.state_graph import StateGraph
 
 
@@ -43,21 +43,8 @@ class PathRebuilder:
 
     def concrete(self, cpath: list, start: Any = None, perm: Any = None) -> tuple[list, Any, Any]:
         """Concrete actions for a representative path from ``start`` (the initial state by default)."""
-        spec, sym = self.spec, self.sym
-        s = spec.initial() if start is None else start
-        if sym is not None and perm is None:
-            perm = sym.canonical(s)[1]
-        actions = []
-        for a, c_next in cpath:
-            act = a if sym is None else sym.rename_action(a, sym.inverse(perm))
-            s = spec.apply(s, act)
-            actions.append(act)
-            c = s
-            if sym is not None:
-                c, perm = sym.canonical(s)
-            if c != c_next:
-                raise AssertionError(f"replaying {act} reaches {c}, not the explored state {c_next}")
-        return actions, s, perm
+        steps, s, perm = replay_representatives(self.spec, self.sym, cpath, start, perm)
+        return [step.action for step in steps], s, perm
 
     def path_to(self, sid: int) -> Counterexample:
         """A shortest concrete path from the initial state to (a renaming of) state ``sid``."""
