@@ -131,10 +131,13 @@ def test_plots_are_written_as_pngs(conversation, tmp_path):
     assert plot_summary(rows, tmp_path) == [REDUNDANCY_PNG, FAN_IN_PNG]
     import matplotlib.image
 
+    heights = {}
     for name in (REDUNDANCY_PNG, FAN_IN_PNG):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-        height, width, _ = matplotlib.image.imread(tmp_path / name).shape
+        heights[name], width, _ = matplotlib.image.imread(tmp_path / name).shape
         assert width == 1000                                   # two (routing, lookup) columns x 5 in x 100 dpi
+    # Per trace: redundancy, exact-input and partial-prefix rows; fan-in p99 and max rows (3.6 in each).
+    assert heights == {REDUNDANCY_PNG: 2 * 3 * 360, FAN_IN_PNG: 2 * 2 * 360}
     with pytest.raises(ValueError, match="no summary rows"):
         plot_summary([r for r in rows if r["phase"] != "all"], tmp_path)
 
