@@ -103,6 +103,6 @@ class PhaseCounts:
 EMPTY = PhaseCounts(0, 0, 0, 0, (), 0)
 
 
-def counts_of(num_requests: int, num_hits: int, fans: list[int], exacts: list[int]) -> PhaseCounts:
-    """The counts of a phase from its requests, hits, and per cohort the fan-in and exact-input followers."""
-    return PhaseCounts(num_requests, num_hits, sum(fans), len(fans), tuple(sorted(Counter(fans).items())), sum(exacts))
+def counts_of(num_requests: int, num_hits: int, fans: list[int], num_exact: int) -> PhaseCounts:
+    """The counts of a phase from its requests, hits, each cohort's fan-in and the exact-input followers."""
+    return PhaseCounts(num_requests, num_hits, sum(fans), len(fans), tuple(sorted(Counter(fans).items())), num_exact)

@@ -83,7 +83,7 @@ Two prompts that share only their first block, 5 ms apart: block 0 is removable,
 from __future__ import annotations
 
 import bisect
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass
 
 from flightcheck.checks.workload.counts import EMPTY, PhaseCounts, counts_of
@@ -229,16 +229,17 @@ def _simulate_instance(prepared: PreparedTrace, indices: tuple[int, ...], config
                        record_cohorts: bool, instance_id: int) -> InstanceResult:
     """Replay one instance's requests; the hot loop of the model (plain dict, OrderedDict and deque)."""
     times, all_blocks, w, capacity = prepared.times, prepared.blocks, config.w_eff_ms, config.capacity_blocks
-    inputs = prepared.inputs
+    inputs = prepared.inputs  # per request, its input's dense id
     contiguous, insert_on_miss, cut = config.lookup == "contiguous", config.insert_on_miss, prepared.warmup_end_ms
     cache: OrderedDict[int, None] = OrderedDict()
     touch, evict = cache.move_to_end, cache.popitem
     in_flight: dict[int, int] = {}   # block -> its open cohort's index
     pending: deque[tuple[float, int]] = deque()  # (completion time, block), in completion order
     fans: list[int] = []
-    exacts: list[int] = []   # per cohort, followers with the opener's input
-    openers: list[int] = []  # per cohort, the opener's input id
-    anchors: list[float] = []
+    # Per cohort its opener (a request index: its time is the anchor, its input decides exact followers), so
+    # opening a cohort costs no more than before the split; joins, which are rare, do the extra lookups.
+    openers: list[int] = []
+    exacts: Counter[int] = Counter()  # cohort -> followers with the opener's input (only cohorts that have some)
     cohort_blocks: list[int] = []
     hits = [0, 0]      # warm-up, steady
     requests = [0, 0]
@@ -274,19 +275,16 @@ def _simulate_instance(prepared: PreparedTrace, indices: tuple[int, ...], config
                 else:
                     needed.append(b)
         hits[phase] += j
-        request_input = inputs[k]
         for b in needed:
             c = in_flight.get(b)
             if c is not None:
                 fans[c] += 1
-                if openers[c] == request_input:
+                if inputs[openers[c]] == inputs[k]:
                     exacts[c] += 1
                 continue
             in_flight_index = len(fans)
             fans.append(1)
-            exacts.append(0)
-            openers.append(request_input)
-            anchors.append(t)
+            openers.append(k)
             cohort_blocks.append(b)
             if insert_on_miss:
                 # The same cache insertion as a load completion above, inlined on purpose: a shared
@@ -300,13 +298,15 @@ def _simulate_instance(prepared: PreparedTrace, indices: tuple[int, ...], config
             else:
                 in_flight[b] = in_flight_index
                 pending.append((t + w, b))
-    split = bisect.bisect_left(anchors, cut)
-    warm = counts_of(requests[0], hits[0], fans[:split], exacts[:split])
-    steady = counts_of(requests[1], hits[1], fans[split:], exacts[split:])
+    # Cohorts open in time order, so those anchored before the cut are the ones opened by a request before it.
+    split = bisect.bisect_left(openers, bisect.bisect_left(times, cut))
+    warm_exact = sum(n for c, n in exacts.items() if c < split)
+    warm = counts_of(requests[0], hits[0], fans[:split], warm_exact)
+    steady = counts_of(requests[1], hits[1], fans[split:], exacts.total() - warm_exact)
     cohorts: tuple[CohortRecord, ...] = ()
     if record_cohorts:
-        cohorts = tuple(CohortRecord(instance_id, b, a, f, "warmup" if i < split else "steady", e)
-                        for i, (b, a, f, e) in enumerate(zip(cohort_blocks, anchors, fans, exacts)))
+        cohorts = tuple(CohortRecord(instance_id, b, times[o], f, "warmup" if i < split else "steady", exacts[i])
+                        for i, (b, o, f) in enumerate(zip(cohort_blocks, openers, fans)))
     return InstanceResult(instance_id, {"all": warm + steady, "warmup": warm, "steady": steady}, cohorts)
 
 
