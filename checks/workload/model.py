@@ -4,7 +4,7 @@ Single-flight pays only when the same cold block is needed again *on the same in
 load completes. This module replays a trace (:mod:`flightcheck.checks.workload.trace`) against a fleet of
 instances, each with its own LRU prefix cache, and counts that window exactly.
 
-Semantics (pinned by ``tests/test_workload_*.py``):
+Semantics (pinned by ``tests/workload/test_workload_*.py``):
 
 - **Blocks.** A block is a ``(position, hash_id)`` pair of a request; equal ids at equal positions are
   the same block. :func:`prepare_trace` maps them to dense integers once.
@@ -43,10 +43,10 @@ Semantics (pinned by ``tests/test_workload_*.py``):
   + partial-prefix = removable, per phase and per instance; each is also given as a fraction of cold
   attempts (the two fractions sum to the redundancy ratio). The comparison is with the opener only, as the
   cohort's one load is the opener's: two followers with equal inputs that differ from the opener's are
-  both partial-prefix. Input length is not compared: a Mooncake id covers a 512-token block (the last one
-  partial, ``len(hash_ids) = ceil(input_length / 512)``), so two requests with equal ids but different
-  lengths within the last block cannot be told apart and count as the same input. (In both shipped
-  traces every repeated ``hash_ids`` sequence also repeats its ``input_length``.)
+  both partial-prefix. Input length is not compared: a Mooncake id covers a 512-token block, the last one
+  partial (``len(hash_ids) = ceil(input_length / 512)``), so two requests with the same ids whose lengths
+  differ beyond the last full block cannot be told apart in Mooncake and count as the same input. (In both
+  shipped traces every repeated ``hash_ids`` sequence also repeats its ``input_length``.)
 - **Phases.** The warm-up phase is the first ``warmup_fraction`` (default 10%) of the trace's time span:
   arrivals before ``first + fraction * (last - first)``; the steady phase is the rest (an arrival exactly
   at the cut is steady). Requests and hits belong to the phase of their request's arrival; a cohort, with
