@@ -109,7 +109,7 @@ def test_burst_event_log_one_leader_seven_followers_one_release(model):
     assert {e["flight"] for e in log.of("arrive")} == {ids[0]}
     (release,) = log.of("release")
     assert release == {"seq": release["seq"], "action": "release", "flight": ids[0], "leader": ids[0],
-                       "followers": ids[1:], "reason": "after-prefill"}
+                       "followers": ids[1:], "waiters": [], "reason": "after-prefill"}
     admits = log.of("admit")
     assert [(e["request"], e["hit_pages"], e["recovered_tokens"]) for e in admits] == \
         [(ids[0], 0, 0)] + [(i, 18, 288) for i in ids[1:]]
