@@ -13,6 +13,13 @@ A flight is named by the request that opened it; its leader may change: when the
 (aborted, or its forward pass failed) before the release point, ``promote`` hands the flight to its
 first follower of the same input, the others keep waiting.
 
+Under coordination "prefix" a new leader may also wait *via* another open flight whose prompt shares
+at least ``min_shared_pages`` of its shareable pages (the longest overlap wins; ties go to the flight
+whose current leader arrived first): its own flight records ``via_flight_id``, the other flight lists
+it in ``via_request_ids``. A fourth structure finds those flights: ``by_page_key``, chained page key ->
+the open flights whose prompts pass through that page (a chained key names its whole prefix, so a
+flight listed under a request's k-th key shares at least k + 1 pages with it).
+
 Why no Active/Draining flight state: a released flight has nothing left to coordinate; the only thing
 still needed is to recognise its requests when they terminate, which the released set does across
 flights. Termination of an ID the coordinator does not know is an error (``UnknownRequestError``),
@@ -28,7 +35,7 @@ from typing import Literal
 from flightcheck.impl.errors import UnknownRequestError
 
 Role = Literal["leader", "follower", "solo"]
-COORDINATIONS = ("none", "single-flight")
+COORDINATIONS = ("none", "single-flight", "prefix")
 
 
 @dataclass(slots=True)
@@ -39,12 +46,29 @@ class Flight:
     # Why a flag and not a state enum: between a leader's termination and the release that it
     # enables (the same engine call) the flight must remember that nobody computes for it any more.
     is_leader_live: bool = True
+    # Why on the flight and not the request: one input has one list of page keys, so every leader the
+    # flight will ever have (promotion hands it to a follower of the same input) shares the same pages.
+    page_keys: tuple[str, ...] = ()
+    via_flight_id: int | None = None       # the flight its leader waits via (coordination "prefix")
+    via_request_ids: list[int] = field(default_factory=list)  # leaders waiting via this flight, by arrival
+
+
+def num_shared(a: tuple[str, ...] | list[str], b: tuple[str, ...] | list[str]) -> int:
+    """The length of the common prefix of two chained page-key lists: the pages two prompts share."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
     role: Role
     flight_id: int | None
+    via_flight_id: int | None = None     # a leader that waits via another flight first ("prefix")
+    shared_pages: int = 0                # ... sharing this many pages with that flight's prompt
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,17 +82,23 @@ class Termination:
 @dataclass(slots=True)
 class Coordinator:
     coordination: str = "single-flight"
+    min_shared_pages: int = 1
     flights: dict[int, Flight] = field(default_factory=dict)
     index: dict[tuple[int, ...], int] = field(default_factory=dict)
     released_request_ids: set[int] = field(default_factory=set)
+    by_page_key: dict[str, set[int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.coordination not in COORDINATIONS:
             raise ValueError(f"coordination must be one of {COORDINATIONS}, got {self.coordination!r}")
+        if isinstance(self.min_shared_pages, bool) or not isinstance(self.min_shared_pages, int) \
+                or self.min_shared_pages < 1:
+            raise ValueError(f"min_shared_pages must be an integer >= 1, got {self.min_shared_pages!r}")
 
     # --- arrive: lead / follow / solo ----------------------------------------------------------
-    def arrive(self, request_id: int, token_ids: tuple[int, ...]) -> Decision:
-        """Decides the role of a new request and records it."""
+    def arrive(self, request_id: int, token_ids: tuple[int, ...], page_keys: tuple[str, ...] | list[str] = ()) -> Decision:
+        """Decides the role of a new request and records it (``page_keys``: the chained keys of its
+        shareable pages, which coordination "prefix" compares with the open flights')."""
         assert not self.is_known(request_id), f"request {request_id} arrived twice"
         if self.coordination == "none":
             self.released_request_ids.add(request_id)
@@ -77,16 +107,48 @@ class Coordinator:
         if flight_id is not None:
             self.flights[flight_id].follower_request_ids.append(request_id)
             return Decision("follower", flight_id)
-        self.flights[request_id] = Flight(token_ids, request_id)
+        # Why the choice before the new flight is indexed: a request never waits via its own flight.
+        via_id, shared = self.can_wait_via(page_keys) if self.coordination == "prefix" else (None, 0)
+        flight = Flight(token_ids, request_id, page_keys=tuple(page_keys), via_flight_id=via_id)
+        self.flights[request_id] = flight
         self.index[token_ids] = request_id
-        return Decision("leader", request_id)
+        for key in flight.page_keys:
+            self.by_page_key.setdefault(key, set()).add(request_id)
+        if via_id is not None:
+            self.flights[via_id].via_request_ids.append(request_id)
+        return Decision("leader", request_id, via_id, shared)
+
+    def can_wait_via(self, page_keys: tuple[str, ...] | list[str]) -> tuple[int | None, int]:
+        """The open flight a new leader with these page keys would wait via, and the pages they share:
+        the largest overlap of at least ``min_shared_pages``; among equals, the flight whose current
+        leader arrived first (request IDs grow with arrival). ``(None, 0)`` when no flight qualifies.
+
+        Why from the longest prefix down: a flight listed under the k-th key shares at least k + 1
+        pages, and none shares more once the longer keys listed nobody, so the first hit is the largest."""
+        for k in range(len(page_keys) - 1, self.min_shared_pages - 2, -1):
+            flight_ids = self.by_page_key.get(page_keys[k])
+            if flight_ids:
+                return min(flight_ids, key=lambda f: self.flights[f].leader_request_id), k + 1
+        return None, 0
 
     # --- release -------------------------------------------------------------------------------
     def release(self, flight_id: int) -> list[int]:
-        """Closes a flight: removes it and its index entry; its followers (and a live leader) become
-        released. Returns the followers in arrival order (the order they join the waiting queue)."""
+        """Closes a flight: removes it and its index entries; its followers (and a live leader) become
+        released; the leaders waiting via it stop waiting (they keep leading their own flights, read
+        them from ``via_request_ids`` first). Returns the followers in arrival order (the order they
+        join the waiting queue)."""
         flight = self.flights.pop(flight_id)
         del self.index[flight.input_token_ids]
+        for key in flight.page_keys:
+            holders = self.by_page_key[key]
+            holders.discard(flight_id)
+            if not holders:
+                del self.by_page_key[key]
+        for waiter_id in flight.via_request_ids:
+            self.flights[self.flight_led_by(waiter_id)].via_flight_id = None
+        if flight.via_flight_id is not None:
+            # Why: only a lost leader's flight is released while its leader still waits via another.
+            self.flights[flight.via_flight_id].via_request_ids.remove(flight.leader_request_id)
         followers = list(flight.follower_request_ids)
         self.released_request_ids.update(followers)
         if flight.is_leader_live:
@@ -94,8 +156,14 @@ class Coordinator:
         return followers
 
     def expire(self, flight_id: int, request_id: int) -> None:
-        """A follower whose wait ran out leaves its flight for the released set (ahead of the flight)."""
-        self.flights[flight_id].follower_request_ids.remove(request_id)
+        """A follower whose wait ran out leaves its flight for the released set (ahead of the flight);
+        a leader waiting via ``flight_id`` stops waiting and keeps leading its own flight."""
+        flight = self.flights[flight_id]
+        if request_id in flight.via_request_ids:
+            flight.via_request_ids.remove(request_id)
+            self.flights[self.flight_led_by(request_id)].via_flight_id = None
+            return
+        flight.follower_request_ids.remove(request_id)
         self.released_request_ids.add(request_id)
 
     def can_promote(self, flight_id: int) -> int | None:
@@ -111,6 +179,9 @@ class Coordinator:
         assert request_id is not None, f"flight {flight_id} has no follower to promote"
         flight = self.flights[flight_id]
         flight.follower_request_ids.popleft()
+        if flight.via_flight_id is not None:  # the lost leader waited via another flight: so does its heir
+            waiters = self.flights[flight.via_flight_id].via_request_ids
+            waiters[waiters.index(flight.leader_request_id)] = request_id
         flight.leader_request_id = request_id
         flight.is_leader_live = True
         return request_id
@@ -144,8 +215,14 @@ class Coordinator:
                 return flight_id
         return None
 
+    def flight_led_by(self, request_id: int) -> int:
+        """The open flight ``request_id`` leads (a promoted follower leads a flight named by another ID)."""
+        return next(fid for fid, f in self.flights.items() if f.leader_request_id == request_id)
+
     def snapshot(self) -> tuple:
         """A comparable picture of the coordinator (for before/after comparisons in tests)."""
         return (tuple(sorted((fid, f.input_token_ids, f.leader_request_id, tuple(f.follower_request_ids),
-                              f.is_leader_live) for fid, f in self.flights.items())),
-                tuple(sorted(self.index.items())), tuple(sorted(self.released_request_ids)))
+                              f.is_leader_live, f.page_keys, f.via_flight_id, tuple(f.via_request_ids))
+                             for fid, f in self.flights.items())),
+                tuple(sorted(self.index.items())), tuple(sorted(self.released_request_ids)),
+                tuple(sorted((k, tuple(sorted(v))) for k, v in self.by_page_key.items())))

@@ -75,9 +75,11 @@ class Engine:
         self.events = EventLog(event_log_path, header={
             "policy": {"coordination": cfg.coordination, "release": cfg.release, "publication": cfg.publication,
                        "leader_loss": cfg.leader_loss, "prefix_caching": cfg.prefix_caching,
-                       "capacity": cfg.max_running, "chunk": cfg.prefill_chunk_pages},
+                       "capacity": cfg.max_running, "chunk": cfg.prefill_chunk_pages,
+                       "min_shared_pages": cfg.min_shared_pages},
             "pool": {"num_pages": cfg.num_pages, "page_size": runner.page_size},
             "follower_wait_bound": cfg.follower_wait_bound, "context": self.context,
+            "max_context": cfg.max_context, "seed": cfg.seed,
             "model": model_name,
         }, keep=event_history)
         self.scheduler = Scheduler(runner, self.config, self.events, eos_token_ids=frozenset(eos_token_ids),
@@ -207,8 +209,9 @@ class Engine:
             raise
 
     def expire(self, request_id: int) -> None:
-        """A blocked follower stops waiting for its flight (a client-side deadline): it computes for itself.
-        An unknown or terminated ID raises ``UnknownRequestError``; a request that is not blocked, ``EngineError``."""
+        """A blocked follower stops waiting for its flight, or a leader waiting via another flight stops
+        waiting for it (a client-side deadline): it computes for itself. An unknown or terminated ID
+        raises ``UnknownRequestError``; a request that is not blocked, ``EngineError``."""
         request = self._live(request_id)
         if not self.scheduler.can_expire(request_id):
             raise EngineError(f"request {request_id} is {request.phase.value}, not a blocked follower: nothing to expire")

@@ -11,13 +11,18 @@ before it is admitted, so nothing can evict them in between (the checker found t
 followers may both prefill a page evicted after their leader finished). A leader that terminates with
 its flight open keeps its cached pages until the flight is released or handed on, in the same call;
 its private pages go at once.
+
+Under coordination "prefix" a leader may wait *via* another flight (blocked, holding nothing): that
+flight's release, or the waiter's own expiry, pins only the pages the two prompts share, the first
+min(held, shared) of what that flight's leader holds; the waiter then computes its own tail and still
+leads its own flight, whose exact followers wait on until its own release point.
 """
 
 from __future__ import annotations
 
 import time
 
-from flightcheck.impl.coordinator import Termination
+from flightcheck.impl.coordinator import Termination, num_shared
 from flightcheck.impl.errors import EngineError
 from flightcheck.impl.request import Phase, Request
 
@@ -38,6 +43,17 @@ class FlightLifecycle:
         """The cached pages a request holds references on, from the front of its prompt (its pins while
         waiting, its hits and published pages while running, what a terminated leader kept)."""
         return request.block_table[:request.num_published]
+
+    def via_of(self, request: Request) -> int | None:
+        """The flight a blocked leader waits via (coordination "prefix"), or None."""
+        if request.role != "leader" or request.phase is not Phase.BLOCKED:
+            return None
+        return self.coordinator.flights[request.flight_id].via_flight_id
+
+    def shared_pins(self, request: Request, leader: Request) -> list[int]:
+        """What a via-waiter takes from the leader it waited for: the first min(held, shared) of the
+        pages that leader holds (the rest of its held pages are the leader's own tail)."""
+        return self.held_pages(leader)[:num_shared(request.page_keys, leader.page_keys)]
 
     def _pin(self, request: Request, pages: list[int]) -> None:
         """``request`` goes to admission holding references on ``pages``."""
@@ -62,19 +78,27 @@ class FlightLifecycle:
                 and leader.num_published >= leader.num_shareable)
 
     def release(self, flight_id: int, reason: str) -> None:
-        """Closes the flight: its followers pin what the leader holds and go to admission; a terminated
-        leader's kept pages are dropped."""
+        """Closes the flight: its followers pin what the leader holds and go to admission, then the
+        leaders waiting via it pin the shared part of it and go to admission too (each still leading
+        its own flight); a terminated leader's kept pages are dropped."""
         assert self.can_release(flight_id)
-        leader = self.requests[self.coordinator.flights[flight_id].leader_request_id]
+        flight = self.coordinator.flights[flight_id]
+        leader = self.requests[flight.leader_request_id]
         pins = self.held_pages(leader)
+        waiter_ids = list(flight.via_request_ids)  # the coordinator forgets them with the flight
         follower_ids = self.coordinator.release(flight_id)
         for request_id in follower_ids:
             self._pin(self.requests[request_id], pins)
+        for request_id in waiter_ids:
+            waiter = self.requests[request_id]
+            self._pin(waiter, self.shared_pins(waiter, leader))
         if not leader.phase.is_live:
             self.pool.drop(leader.block_table)
             leader.block_table = []
         self.counters.num_followers_released += len(follower_ids)
-        self.events.emit("release", flight=flight_id, leader=leader.request_id, followers=follower_ids, reason=reason)
+        self.counters.num_waiters_released += len(waiter_ids)
+        self.events.emit("release", flight=flight_id, leader=leader.request_id, followers=follower_ids,
+                         waiters=waiter_ids, reason=reason)
 
     # --- promote -------------------------------------------------------------------------------
     def can_promote(self, flight_id: int) -> int | None:
@@ -88,20 +112,30 @@ class FlightLifecycle:
 
     def promote(self, flight_id: int) -> None:
         """The first follower leads the flight from now on: it goes to admission with the old leader's
-        references as its pins (the counts do not change); the other followers keep waiting."""
+        references as its pins (the counts do not change); the other followers, and the leaders waiting
+        via this flight, keep waiting. If the old leader itself waited via another flight, the new one
+        inherits that wait: it stays blocked, in the old leader's place in that flight's list."""
         assert self.can_promote(flight_id) is not None
         flight = self.coordinator.flights[flight_id]
         old = self.requests[flight.leader_request_id]
+        via_id = flight.via_flight_id
         new = self.requests[self.coordinator.promote(flight_id)]
         new.role = "leader"
-        new.block_table, new.num_published = old.block_table, old.num_published
+        via = {"via": via_id}
+        if via_id is None:
+            new.block_table, new.num_published = old.block_table, old.num_published
+            new.phase = Phase.WAITING
+            self.waiting.append(new)
+            self.counters.num_pinned_pages += new.num_published  # its pins: the old leader's references
+        else:
+            # Why nothing to hand over: a leader waiting via another flight held no pages.
+            assert not old.block_table, f"via-waiting leader {old.request_id} held pages"
+            via_leader = self.requests[self.coordinator.flights[via_id].leader_request_id]
+            via["shared_pages"] = num_shared(new.page_keys, via_leader.page_keys)
         old.block_table = []
-        new.phase = Phase.WAITING
-        self.waiting.append(new)
         self.counters.num_promotions += 1
-        self.counters.num_pinned_pages += new.num_published  # its pins: the old leader's references
         self.events.emit("promote", flight=flight_id, leader=new.request_id, previous=old.request_id,
-                         followers=list(flight.follower_request_ids))
+                         followers=list(flight.follower_request_ids), **via)
 
     def _settle(self, termination: Termination, reason: str) -> None:
         """A terminated leader's flight is released or handed on, in the same call."""
@@ -114,26 +148,33 @@ class FlightLifecycle:
 
     # --- expire --------------------------------------------------------------------------------
     def can_expire(self, request_id: int) -> bool:
-        """A follower blocked on an open flight can stop waiting."""
+        """A follower blocked on an open flight, or a leader waiting via one, can stop waiting."""
         request = self.requests.get(request_id)
         return request is not None and request.phase is Phase.BLOCKED
 
     def expire(self, request_id: int, reason: str = "client") -> None:
-        """The follower leaves its flight for the released set, pins what its leader holds and goes to
-        admission to compute the rest itself (``reason``: "client", a deadline of the caller's, or
-        "wait-bound", the engine's own bound)."""
+        """A follower leaves its flight for the released set, pins what its leader holds and goes to
+        admission to compute the rest itself; a leader waiting via a flight stops waiting, pins the
+        shared part of what that flight's leader holds, and goes to admission still leading its own
+        flight (``reason``: "client", a deadline of the caller's, or "wait-bound", the engine's own bound)."""
         assert self.can_expire(request_id)
         request = self.requests[request_id]
-        flight_id = request.flight_id
+        via_id = self.via_of(request)
+        flight_id = request.flight_id if via_id is None else via_id
         leader = self.requests[self.coordinator.flights[flight_id].leader_request_id]
         self.coordinator.expire(flight_id, request_id)
-        self._pin(request, self.held_pages(leader))
+        self._pin(request, self.held_pages(leader) if via_id is None else self.shared_pins(request, leader))
         request.is_expired = True
         self.counters.num_expiries += 1
-        self.events.emit("expire", request=request_id, flight=flight_id, leader=leader.request_id, reason=reason)
+        via = {"via": via_id is not None}
+        if via_id is not None:
+            via["shared_pages"] = num_shared(request.page_keys, leader.page_keys)
+        self.events.emit("expire", request=request_id, flight=flight_id, leader=leader.request_id, reason=reason,
+                         **via)
 
     def _expire_waited_out(self) -> None:
-        """The optional follower wait bound: a follower blocked for more steps than the bound expires."""
+        """The optional wait bound: a follower (or a leader waiting via a flight) blocked for more steps
+        than the bound expires."""
         bound = self.config.follower_wait_bound
         for request in list(self.requests.values()):
             if request.phase is Phase.BLOCKED:

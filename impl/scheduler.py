@@ -57,7 +57,9 @@ class Counters:
     num_pages_deduplicated: int = 0
     num_pages_evicted: int = 0
     num_flights_opened: int = 0
+    num_via_waits: int = 0                 # new leaders that waited via another flight ("prefix")
     num_followers_released: int = 0
+    num_waiters_released: int = 0          # ... released by that flight's release
     num_pinned_pages: int = 0              # references released, expired and promoted followers took
     num_promotions: int = 0
     num_expiries: int = 0
@@ -94,7 +96,7 @@ class Scheduler(FlightLifecycle):
         self.detokenize = detokenize
         self.page_size: int = runner.page_size
         self.pool = PagePool(runner.num_pages, runner.page_size)
-        self.coordinator = Coordinator(config.coordination)
+        self.coordinator = Coordinator(config.coordination, config.min_shared_pages)
         self.requests: dict[int, Request] = {}
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
@@ -120,19 +122,27 @@ class Scheduler(FlightLifecycle):
 
     # --- arrive --------------------------------------------------------------------------------
     def arrive(self, request: Request) -> None:
-        """Registers a validated request: the coordinator decides lead / follow / solo."""
-        decision = self.coordinator.arrive(request.request_id, request.token_ids)
+        """Registers a validated request: the coordinator decides lead / follow / solo, and under
+        "prefix" whether a new leader first waits via another flight (blocked, holding no pages, until
+        that flight's release gives it the shared pages)."""
+        decision = self.coordinator.arrive(request.request_id, request.token_ids, request.page_keys)
         request.role, request.flight_id = decision.role, decision.flight_id
-        request.phase = Phase.BLOCKED if decision.role == "follower" else Phase.WAITING
+        is_blocked = decision.role == "follower" or decision.via_flight_id is not None
+        request.phase = Phase.BLOCKED if is_blocked else Phase.WAITING
         self.requests[request.request_id] = request
         if decision.role == "leader":
             self.counters.num_flights_opened += 1
+        if decision.via_flight_id is not None:
+            self.counters.num_via_waits += 1
         if request.phase is Phase.WAITING:
             self.waiting.append(request)
+        via = {"via": decision.via_flight_id}
+        if decision.via_flight_id is not None:
+            via["shared_pages"] = decision.shared_pages
         self.events.emit("arrive", request=request.request_id, role=request.role, flight=request.flight_id,
                          input=request.input_key, num_tokens=request.num_tokens,
                          max_tokens=request.sampling.max_tokens, lifetime_pages=request.num_lifetime_pages,
-                         page_keys=request.page_keys,
+                         page_keys=request.page_keys, **via,
                          t=round(max(request.arrival_time - self.events.started, 0.0), 6))
 
     # --- admit ---------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ For example::
 
     >>> from flightcheck.checks.bench import EXPERIMENTS
     >>> list(EXPERIMENTS)
-    ['hot-prefix', 'cold-burst', 'incremental', 'release-points', 'burst-8', 'late-arrival', 'control', 'leader-abort']
+    ['hot-prefix', 'cold-burst', 'incremental', 'release-points', 'burst-8', 'late-arrival', 'control', 'leader-abort', 'overlap']
     >>> EXPERIMENTS["burst-8"].baseline
     'independent'
 """
@@ -74,6 +74,7 @@ class Experiment:
     seed: str                             # what the seed published, for the side-by-side
     cell_name: str = "N"
     plot_together: bool = False           # the plotted metrics as bars of one panel (same unit)
+    plot_lines: bool = False              # cells on the x axis, a line per configuration (a sweep)
 
     def cells(self, sizes: Sizes) -> list[int | None]:
         return list(sizes.counts) or [None]

@@ -22,7 +22,8 @@ from typing import Any
 
 from flightcheck.checks.bench.runner import ExperimentResult
 
-_HEADERS = {"avg_ttft_ms": "avg TTFT", "slowest_completion_ms": "slowest completion", "prefill_tokens": "prompt tokens computed"}
+_HEADERS = {"avg_ttft_ms": "avg TTFT", "slowest_ttft_ms": "slowest TTFT", "slowest_completion_ms": "slowest completion",
+            "prefill_tokens": "prompt tokens computed"}
 
 
 def _format(value: Any, fmt: str) -> str:
@@ -84,6 +85,8 @@ def plot(result: ExperimentResult, path: Path) -> Path:
     exp = result.experiment
     if exp.plot_together:
         return _plot_together(result, path, plt)
+    if exp.plot_lines:
+        return _plot_lines(result, path, plt)
     cells = list(dict.fromkeys(row["cell"] for row in result.rows))
     configs = list(dict.fromkeys(row["config"] for row in result.rows))
     fig, axes = plt.subplots(1, len(exp.plot), figsize=(5.2 * len(exp.plot), 3.8), squeeze=False)
@@ -120,6 +123,33 @@ def _plot_together(result: ExperimentResult, path: Path, plt: Any) -> Path:
     ax.grid(axis="y", alpha=0.3)
     fig.suptitle(f"{exp.name}: {exp.title}\n{result.sizes.prompt_tokens}-token prompt, median of {result.repeats}; "
                  f"{result.mode}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _plot_lines(result: ExperimentResult, path: Path, plt: Any) -> Path:
+    """A sweep: one panel per plotted metric, the cells on the x axis, one line per configuration."""
+    exp = result.experiment
+    cells = list(dict.fromkeys(row["cell"] for row in result.rows))
+    configs = list(dict.fromkeys(row["config"] for row in result.rows))
+    fig, axes = plt.subplots(1, len(exp.plot), figsize=(5.2 * len(exp.plot), 4.0), squeeze=False)
+    for ax, (key, label) in zip(axes[0], exp.plot):
+        for j, config in enumerate(configs):
+            values = [next(r["metrics"].get(key) for r in result.rows if r["cell"] == c and r["config"] == config)
+                      for c in cells]
+            ax.plot(cells, [v if v is not None else float("nan") for v in values], marker="o", markersize=4,
+                    label=config, linestyle="--" if config == exp.baseline else "-",
+                    color="black" if config == exp.baseline else f"C{j}")
+        ax.set_xticks(cells)
+        ax.set_xlabel(exp.cell_name)
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(f"{exp.name}: {exp.title}\n{result.sizes.prompt_tokens}-token prompts, {result.sizes.max_tokens} "
+                 f"output tokens, median of {result.repeats}; {result.mode}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

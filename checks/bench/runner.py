@@ -123,8 +123,9 @@ class RunContext:
     nonce: str
     stack: ExitStack
 
-    def target(self) -> Any:
-        num_requests = (self.cell or 2) + 1
+    def target(self, num_requests: int | None = None) -> Any:
+        """A fresh target with room for ``num_requests`` requests at once (default: the cell, plus one)."""
+        num_requests = num_requests or (self.cell or 2) + 1
         pages = -(-(self.sizes.prompt_tokens + self.sizes.max_tokens + 1) // 16) * num_requests * 2 + 32
         return self.backend.target(self.config, pages, self.stack)
 

@@ -6,6 +6,7 @@ For example::
     $ flightcheck bench all --out runs/bench          # all seven: NAME.md, NAME.json, NAME.png each
     $ flightcheck bench release-points --server local # through HTTP: a flightcheck server per run
     $ flightcheck bench burst-8 --server http://127.0.0.1:8000   # a running server, its own policy
+    $ flightcheck bench overlap --out docs/bench      # shared-prefix sweep: none, single-flight, prefix
     $ flightcheck bench all --quick                   # tiny sizes (what the tests run)
 
 Exit status: 0 when every run completed, 1 when a run failed (a request lost over HTTP, an engine
@@ -30,7 +31,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def bench(
         name: str = typer.Argument(..., help="an experiment (hot-prefix, cold-burst, incremental, release-points, "
-                                   "burst-8, late-arrival, control, leader-abort) or all"),
+                                   "burst-8, late-arrival, control, leader-abort, overlap) or all"),
         quick: bool = typer.Option(False, help="tiny sizes and one run per configuration (what the tests run)"),
         server: Optional[str] = typer.Option(None, help="run through HTTP: 'local' (a flightcheck server per run, "
                                              "in this process) or the URL of a running server (its own policy)"),

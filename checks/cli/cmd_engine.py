@@ -96,7 +96,11 @@ def register(app: typer.Typer) -> None:
         kept = None if monitor else history
         engine = load_engine(model, config, events, None if monitor else event_history)
         if monitor:
-            attach_monitor(engine)
+            try:
+                attach_monitor(engine)
+            except ValueError as error:  # a policy the spec does not model: the monitor cannot check it
+                engine.close()
+                raise usage_error(f"--monitor: {error}") from None
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
         try:
             server = Server(engine, host, port, limits=limits, history=kept)

@@ -37,6 +37,9 @@ from flightcheck.spec.scenario import COORDINATIONS, LEADER_LOSSES, PUBLICATIONS
 # A published page as the engine logs it (publish's "pages", finish's "published").
 PAGE = record({"index": required(COUNT), "key": required(STR)})
 REQUEST = required(INT)  # an engine request ID
+# Why the engine's "prefix" beside the spec's values: a log's shape does not depend on whether the spec
+# models its coordination yet (the validator says that, as a verdict on the run, not as bad input).
+COORDINATION_VALUES = tuple(dict.fromkeys((*COORDINATIONS, "prefix")))
 
 # Fields every event may carry, whatever its action.
 COMMON_FIELDS: dict[str, Field] = {
@@ -48,39 +51,44 @@ COMMON_FIELDS: dict[str, Field] = {
 EVENT_FIELDS: dict[str, dict[str, Field]] = {
     "arrive": {"request": REQUEST, "role": required(STR), "flight": required(nullable(INT)), "input": required(STR),
                "num_tokens": required(POSITIVE), "t": optional(SECONDS), "max_tokens": optional(POSITIVE),
-               "lifetime_pages": optional(POSITIVE), "page_keys": optional(list_of(STR))},
+               "lifetime_pages": optional(POSITIVE), "page_keys": optional(list_of(STR)),
+               "via": optional(nullable(INT)), "shared_pages": optional(POSITIVE)},
     "admit": {"request": REQUEST, "hit_pages": required(COUNT), "recovered_tokens": optional(COUNT)},
     "prefill": {"request": REQUEST, "num_units": required(COUNT), "first_token": required(BOOL),
                 "first_page": optional(COUNT), "num_tokens": optional(COUNT)},
     "publish": {"request": REQUEST, "pages": required(list_of(PAGE))},
     "release": {"flight": required(INT), "followers": required(list_of(INT)), "reason": required(STR),
-                "leader": required(INT)},
+                "leader": required(INT), "waiters": optional(list_of(INT))},
     "promote": {"flight": required(INT), "leader": required(INT), "previous": required(INT),
-                "followers": required(list_of(INT))},
+                "followers": required(list_of(INT)), "via": optional(nullable(INT)),
+                "shared_pages": optional(POSITIVE)},
     "decode": {"request": REQUEST, "token": optional(INT)},
     "finish": {"request": REQUEST, "published": required(list_of(PAGE)), "reason": optional(STR)},
     "evict": {"key": required(STR), "page_id": optional(INT), "index": optional(COUNT)},
     "abort": {"request": REQUEST, "phase": required(STR)},
     "notify": {"request": REQUEST, "accepted": optional(BOOL), "error": optional(STR)},
-    "expire": {"request": REQUEST, "flight": required(INT), "leader": required(INT), "reason": optional(STR)},
+    "expire": {"request": REQUEST, "flight": required(INT), "leader": required(INT), "reason": optional(STR),
+               "via": optional(BOOL), "shared_pages": optional(POSITIVE)},
     "fail": {"request": REQUEST, "phase": required(STR), "error": optional(STR)},
 }
 
 # --- the header line's policy: the knobs a log was run under (spec.scenario.Policy's fields) --------
 POLICY_FIELDS: dict[str, Field] = {
-    "coordination": optional(one_of(*COORDINATIONS)),
+    "coordination": optional(one_of(*COORDINATION_VALUES)),
     "release": optional(one_of(*RELEASES)),
     "publication": optional(one_of(*PUBLICATIONS)),
     "leader_loss": optional(one_of(*LEADER_LOSSES)),
     "prefix_caching": optional(BOOL),
     "capacity": optional(POSITIVE),
     "chunk": optional(POSITIVE),
+    "min_shared_pages": optional(POSITIVE),
 }
 POLICY = record(POLICY_FIELDS, closed=True)  # an unknown knob cannot be validated: an error, not ignored
 POOL = record({"num_pages": required(POSITIVE), "page_size": optional(POSITIVE)})
 HEADER_FIELDS: dict[str, Field] = {"policy": required(POLICY), "model": optional(nullable(STR)),
                                    "pool": optional(POOL), "follower_wait_bound": optional(nullable(POSITIVE)),
-                                   "context": optional(nullable(POSITIVE))}
+                                   "context": optional(nullable(POSITIVE)),
+                                   "max_context": optional(nullable(POSITIVE)), "seed": optional(INT)}
 
 # --- rules across events: (action, key field, field): events of that action with the same key carry
 # the same value of the field (an input key names whole token ids, so one key has one length) ---------

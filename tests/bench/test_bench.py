@@ -1,4 +1,4 @@
-"""``flightcheck bench``: the seed's seven experiments and leader-abort end to end on the real SmolLM2 (quick sizes), their
+"""``flightcheck bench``: the seed's seven experiments, leader-abort and overlap end to end on the real SmolLM2 (quick sizes), their
 tables, JSON and plots; the exact token counts each experiment is about; the same burst through HTTP
 (a local server per run, and a running server at a URL); bad arguments exit 2."""
 
@@ -27,10 +27,10 @@ def quick_all(tmp_path_factory):
     return out, result.output
 
 
-def test_all_eight_write_a_table_json_and_plot(quick_all):
+def test_all_nine_write_a_table_json_and_plot(quick_all):
     out, output = quick_all
     for name in ("hot-prefix", "cold-burst", "incremental", "release-points", "burst-8", "late-arrival", "control",
-                 "leader-abort"):
+                 "leader-abort", "overlap"):
         assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         table = (out / f"{name}.md").read_text()
         assert table.startswith(f"**{name}**") and "| config |" in table and "Seed:" in table
@@ -63,6 +63,16 @@ def test_the_token_counts_each_experiment_is_about(quick_all):
     assert abort[("release-all", 8)]["prefill_tokens"] == 128 + 7 * (200 - 128)     # every follower recomputes
     assert abort[("promote", 8)]["prefill_tokens"] == 128 + (200 - 128) + 6 * (200 - 192)  # one does, six recover
     assert (abort[("release-all", 8)]["promoted"], abort[("promote", 8)]["promoted"]) == (0, 1)
+    # 40-token prompts, 2 shareable pages; at 50% the 20 shared tokens fill one page, at 100% all are equal.
+    overlap, _ = rows(out, "overlap")
+    assert [overlap[("none", c)]["shared_pages"] for c in (50, 100)] == [1, 2]
+    for cell, waiting, computed in ((50, "prefix>=1", 40 + 7 * (40 - 16)), (100, "single-flight", 40 + 7 * (40 - 32))):
+        assert overlap[("none", cell)]["prefill_tokens"] == 8 * 40
+        assert overlap[(waiting, cell)]["prefill_tokens"] == computed
+    assert [overlap[(c, 50)]["via_waits"] for c in ("none", "single-flight", "prefix>=1", "prefix>=8")] == [0, 0, 7, 0]
+    assert overlap[("single-flight", 50)]["prefill_tokens"] == overlap[("prefix>=8", 50)]["prefill_tokens"] == 8 * 40
+    assert {overlap[(c, 100)]["prefill_tokens"] for c in ("prefix>=1", "prefix>=8", "prefix>=24")} == {96}
+    assert overlap[("prefix>=1", 100)]["via_waits"] == 0  # identical prompts follow exactly, as single-flight
     control, _ = rows(out, "control")
     assert control[("single-flight", 4)]["recovered_per_follower"] == 0 and control[("single-flight", 4)]["roles"] == "leader"
 
@@ -95,6 +105,16 @@ def test_the_burst_through_http_with_a_local_server_per_run(tmp_path):
     assert by_row[("independent", 8)]["recovered_per_follower"] == 0
     assert by_row[("release-after-prefill", 8)]["recovered_per_follower"] == 96   # usage.cached_tokens
     assert set(by_row[("release-after-prefill", 8)]["roles"].split("/")) <= {"follower", "leader"}  # the extension
+
+
+def test_the_overlap_table_has_a_row_per_shared_fraction_and_policy_against_none(quick_all):
+    out, _ = quick_all
+    table = (out / "overlap.md").read_text()
+    assert "| shared % | config | shared pages |" in table and "| slowest TTFT vs none |" in table
+    assert "| 50 | prefix>=1 | 1 | 7 | 208 |" in table
+    _, data = rows(out, "overlap")
+    assert [r["config"] for r in data["rows"]][:6] == ["none", "single-flight", "prefix>=1", "prefix>=8", "prefix>=16",
+                                                        "prefix>=24"]
 
 
 def test_the_burst_against_a_running_server_uses_its_policy(tmp_path):

@@ -50,7 +50,8 @@ EVENT_LOGS = [
     ("header policy of the wrong type", jsonl(HEADER | {"policy": {"capacity": "two"}}, ARRIVE), 1,
      "policy.capacity", "must be an integer >= 1, got 'two'"),
     ("header policy with an unknown knob", jsonl(HEADER | {"policy": {"pool": 3}}, ARRIVE), 1, "policy.pool",
-     "unknown (known: coordination, release, publication, leader_loss, prefix_caching, capacity, chunk)"),
+     "unknown (known: coordination, release, publication, leader_loss, prefix_caching, capacity, chunk, "
+     "min_shared_pages)"),
     ("header policy with an unknown choice", jsonl(HEADER | {"policy": {"release": "later"}}, ARRIVE), 1,
      "policy.release", "must be one of after-prefill, on-completion"),
     ("header after the first line", jsonl(ARRIVE, HEADER), 2, "policy", "may only be the first line"),

@@ -113,3 +113,35 @@ def test_each_required_field_of_each_row_is_enforced(row):
         if f.required:
             with pytest.raises(InputError, match=rf"t.jsonl line 1, field '{name}': missing from this {row} event"):
                 check_event({k: v for k, v in event.items() if k != name}, "t.jsonl", 1)
+
+
+def prefix_engine() -> Engine:
+    """Coordination "prefix": a leader waiting via another flight, released with its shared pages; one
+    inheriting a lost leader's wait (promote); one whose wait expires."""
+    doc = [5, 3, 8] * 11  # two full pages, then tails of their own
+    engine = Engine.tiny(EngineConfig(num_pages=32, prefill_chunk_pages=1, coordination="prefix",
+                                      leader_loss="promote", min_shared_pages=2))
+    engine.add_request(doc + [1] * 20, SamplingParams(max_tokens=2))
+    lost = engine.add_request(doc + [2] * 20, SamplingParams(max_tokens=2))
+    engine.add_request(doc + [2] * 20, SamplingParams(max_tokens=2))
+    late = engine.add_request(doc + [3] * 20, SamplingParams(max_tokens=2))
+    engine.abort(lost)     # its follower inherits the wait
+    engine.expire(late)
+    engine.run()
+    return engine
+
+
+def test_every_prefix_event_fits_its_row_and_every_field_is_listed():
+    engine = prefix_engine()
+    seen = set()
+    for event in engine.events.events:
+        check_event(event, "engine", event["seq"])
+        unlisted = set(event) - set(COMMON_FIELDS) - set(EVENT_FIELDS[event["action"]])
+        assert not unlisted, f"add {sorted(unlisted)} to the {event['action']!r} row of checks/conform/schema.py"
+        # Why "is not": a flight ID 0 is a via too, but 0 == False.
+        seen |= {(event["action"], k) for k in ("via", "shared_pages", "waiters")
+                 if event.get(k) is not None and event.get(k) is not False and event.get(k) != []}
+    assert seen == {("arrive", "via"), ("arrive", "shared_pages"), ("promote", "via"), ("promote", "shared_pages"),
+                    ("expire", "via"), ("expire", "shared_pages"), ("release", "waiters")}
+    check_header(engine.events.header, "engine", 1)
+    assert engine.events.header["policy"]["min_shared_pages"] == 2

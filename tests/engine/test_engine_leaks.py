@@ -15,7 +15,7 @@ from flightcheck.impl.sampling import SamplingParams
 from flightcheck.impl.tiny import TINY_ARGS, tiny_model
 
 from switches import SLOW  # noqa: E402
-NUM_REQUESTS = 14000 if SLOW else 2100   # split over the 7 settings below
+NUM_REQUESTS = 18000 if SLOW else 2700   # split over the 9 settings below
 NUM_PAGES = 32
 
 SETTINGS = [
@@ -26,6 +26,9 @@ SETTINGS = [
     dict(coordination="single-flight", release="after-prefill", publication="on-completion"),
     dict(coordination="single-flight", release="on-completion", publication="incremental"),
     dict(coordination="single-flight", release="on-completion", publication="on-completion", follower_wait_bound=6),
+    dict(coordination="prefix", release="after-prefill", publication="incremental", leader_loss="promote"),
+    dict(coordination="prefix", release="on-completion", publication="on-completion", min_shared_pages=2,
+         follower_wait_bound=6),
 ]
 
 
@@ -85,5 +88,7 @@ def test_random_requests_with_aborts_leak_no_pages(model, index):
     counters = engine.counters
     if settings.get("prefix_caching", True):
         assert counters["num_pages_evicted"] > 0 and counters["num_hit_pages"] > 0
-    if settings["coordination"] == "single-flight":
+    if settings["coordination"] != "none":
         assert counters["num_followers_released"] > 0 and "blocked" in phases
+    if settings["coordination"] == "prefix":
+        assert counters["num_via_waits"] > 0 and counters["num_waiters_released"] > 0

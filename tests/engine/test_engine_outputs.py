@@ -69,7 +69,8 @@ def test_uncached_engine_matches_the_contiguous_reference(model):
 CONFIGS = [dict(coordination="none", prefix_caching=True, publication=p) for p in ("incremental", "on-completion")] + [
     dict(coordination="single-flight", release=r, publication=p)
     for r, p in itertools.product(("after-prefill", "on-completion"), ("incremental", "on-completion"))
-]
+] + [dict(coordination="prefix", release=r, publication=p)
+     for r, p in (("after-prefill", "incremental"), ("on-completion", "on-completion"))]
 
 
 @pytest.mark.parametrize("overrides", CONFIGS, ids=lambda o: "-".join(str(v) for v in o.values()))
@@ -78,11 +79,16 @@ def test_greedy_outputs_equal_across_caching_and_coordination(model, overrides):
     outputs, engine = run(model, **overrides)
     assert outputs == baseline
     assert all(len(o) == MAX_TOKENS for o in outputs)
-    if overrides["coordination"] == "single-flight":
+    if overrides["coordination"] in ("single-flight", "prefix"):
         # 3 followers of DOC recover its (70-1)//16 = 4 shareable pages each, plus the overlaps' hits.
         admits = {e["request"]: e["hit_pages"] for e in engine.events.of("admit")}
         assert [admits[i] for i in (1, 2, 3)] == [4, 4, 4]
         assert engine.counters["num_flights_opened"] == 6  # the burst is one flight; the 5 others lead their own
+    if overrides["coordination"] == "prefix":
+        # DOC[:40] + 9 and DOC[:33] share DOC's first two pages: both wait via the burst's flight.
+        arrivals = engine.events.of("arrive")
+        assert [(e["via"], e.get("shared_pages")) for e in arrivals[4:6]] == [(0, 2), (0, 2)]
+        assert engine.counters["num_via_waits"] == 2
 
 
 @pytest.mark.parametrize("release", ["after-prefill", "on-completion"])
@@ -109,7 +115,7 @@ def test_burst_event_log_one_leader_seven_followers_one_release(model):
     assert {e["flight"] for e in log.of("arrive")} == {ids[0]}
     (release,) = log.of("release")
     assert release == {"seq": release["seq"], "action": "release", "flight": ids[0], "leader": ids[0],
-                       "followers": ids[1:], "reason": "after-prefill"}
+                       "followers": ids[1:], "waiters": [], "reason": "after-prefill"}
     admits = log.of("admit")
     assert [(e["request"], e["hit_pages"], e["recovered_tokens"]) for e in admits] == \
         [(ids[0], 0, 0)] + [(i, 18, 288) for i in ids[1:]]

@@ -25,12 +25,36 @@ def test_the_log_file_opens_with_the_policy_and_arrivals_carry_their_time(tmp_pa
     lines = _run(tmp_path / "ev.jsonl", release="on-completion", publication="on-completion")
     assert lines[0]["policy"] == {"coordination": "single-flight", "release": "on-completion",
                                   "publication": "on-completion", "leader_loss": "release-all",
-                                  "prefix_caching": True, "capacity": 2, "chunk": 2}
+                                  "prefix_caching": True, "capacity": 2, "chunk": 2, "min_shared_pages": 1}
     assert lines[0]["pool"]["num_pages"] > 0 and "follower_wait_bound" in lines[0]
     arrivals = [e for e in lines[1:] if e["action"] == "arrive"]
     assert len(arrivals) == 3 and all(isinstance(e["t"], float) and e["t"] >= 0 for e in arrivals)
     assert [e["t"] for e in arrivals] == sorted(e["t"] for e in arrivals)
     assert [e["seq"] for e in lines[1:]] == list(range(len(lines) - 1))
+
+
+# Where the header records each EngineConfig field (the spec's names for the policy knobs).
+HEADER_PLACES = {"coordination": ("policy", "coordination"), "release": ("policy", "release"),
+                 "publication": ("policy", "publication"), "leader_loss": ("policy", "leader_loss"),
+                 "prefix_caching": ("policy", "prefix_caching"), "max_running": ("policy", "capacity"),
+                 "prefill_chunk_pages": ("policy", "chunk"), "min_shared_pages": ("policy", "min_shared_pages"),
+                 "num_pages": ("pool", "num_pages"), "max_context": ("max_context",),
+                 "follower_wait_bound": ("follower_wait_bound",), "seed": ("seed",)}
+
+
+def test_the_header_records_every_engine_option(tmp_path):
+    from dataclasses import fields
+
+    config = {"coordination": "prefix", "leader_loss": "promote", "min_shared_pages": 3, "max_context": 200,
+              "follower_wait_bound": 4, "seed": 7}
+    header = _run(tmp_path / "ev.jsonl", **config)[0]
+    assert set(HEADER_PLACES) == {f.name for f in fields(EngineConfig)}, "add the new option to the header"
+    full = EngineConfig(num_pages=64, max_running=2, prefill_chunk_pages=2, **config)
+    for name, place in HEADER_PLACES.items():
+        value = header
+        for key in place:
+            value = value[key]
+        assert value == getattr(full, name), name
 
 
 def test_validate_takes_the_policy_from_the_header_and_a_wrong_flag_is_caught(tmp_path):

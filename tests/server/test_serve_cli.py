@@ -70,6 +70,22 @@ def test_serve_streams_tokens_writes_the_monitored_event_log_and_stops_on_sigint
     assert check.returncode == 0, check.stdout + check.stderr  # the log, offline, agrees with the spec too
 
 
+def test_serve_takes_prefix_coordination_and_records_it_in_the_log_header(tmp_path):
+    import urllib.request
+
+    events = tmp_path / "events.jsonl"
+    proc, url = start(["--model", "tiny", "--port", "0", "--num-pages", "64", "--events", str(events),
+                       "--coordination", "prefix", "--min-shared-pages", "2"])
+    try:
+        info = json.loads(urllib.request.urlopen(url + "/info", timeout=30).read())
+    finally:
+        code, err = stop(proc)
+    assert code == 0, err
+    assert (info["config"]["coordination"], info["config"]["min_shared_pages"]) == ("prefix", 2)
+    header = json.loads(events.read_text().splitlines()[0])
+    assert (header["policy"]["coordination"], header["policy"]["min_shared_pages"]) == ("prefix", 2)
+
+
 def test_every_engine_config_field_is_a_serve_option():
     proc = subprocess.run(CLI + ["--help"], capture_output=True, text=True, timeout=60,
                           env={"COLUMNS": "200", "PATH": ""})
@@ -81,6 +97,9 @@ def test_every_engine_config_field_is_a_serve_option():
 @pytest.mark.parametrize("args, message", [
     (["--release", "later"], "config.release must be one of"),
     (["--max-running", "0"], "config.max_running must be an integer >= 1"),
+    (["--min-shared-pages", "0"], "config.min_shared_pages must be an integer >= 1, got 0"),
+    (["--coordination", "prefix", "--no-prefix-caching"], "config.coordination 'prefix' needs prefix_caching=True"),
+    (["--coordination", "radix"], "config.coordination must be one of none, single-flight, prefix"),
     (["--model", "gpt5"], "--model must be smollm2 or tiny"),
     (["--port", "70000"], "--port must be in 0..65535"),
     (["--max-body-bytes", "0"], "max_body_bytes must be an integer >= 1"),
