@@ -54,9 +54,9 @@ def _why_evict(spec: FlightSpec, s: View, k: int) -> list[str]:
         out.append(f"page {page} is not cached")
     if s.ref[k] != 0:
         out.append(f"page {page} has {s.ref[k]} references")
-    c, p = spec.layout.page_slots[k]
-    if p + 1 < spec.layout.num_shareable[c] and s.pg[k + 1] != NOT_CACHED:
-        out.append(f"page {page} is not a leaf: its successor is cached")
+    cached = [page_name(spec, child) for child in spec.layout.page_children[k] if s.pg[child] != NOT_CACHED]
+    if cached:
+        out.append(f"page {page} is not a leaf: {', '.join(cached)} after it {'is' if len(cached) == 1 else 'are'} cached")
     if spec.scenario.has_pool and not spec.scenario.eviction and not pool.under_pressure(spec, s):
         out.append(f"no allocation is short of pages ({pool.free_pages(spec, s)} free): the engine evicts only under "
                    "memory pressure")

@@ -61,10 +61,14 @@ def _publish_before_compute(setattr_fn: Setattr) -> None:
 
 
 def _forget_released(setattr_fn: Setattr) -> None:
+    original = Coordinator.release
+
     def release(self: Coordinator, flight_id: int) -> list[int]:
-        flight = self.flights.pop(flight_id)
-        del self.index[flight.input_token_ids]
-        return list(flight.follower_request_ids)  # the mistake: nobody enters the released set
+        flight = self.flights[flight_id]
+        members = set(flight.follower_request_ids) | ({flight.leader_request_id} if flight.is_leader_live else set())
+        followers = original(self, flight_id)
+        self.released_request_ids -= members  # the mistake: nobody enters the released set
+        return followers
 
     setattr_fn(Coordinator, "release", release)
 
@@ -151,6 +155,35 @@ def _accept_unknown_termination(setattr_fn: Setattr) -> None:
     setattr_fn(Engine, "abort", abort)
 
 
+def _waiter_pins_leader_tail(setattr_fn: Setattr) -> None:
+    def shared_pins(self: Any, request: Any, leader: Any) -> list[int]:
+        return self.held_pages(leader)  # the mistake: the leader's own pages past the shared part too
+
+    setattr_fn(FlightLifecycle, "shared_pins", shared_pins)
+
+
+def _waiter_unpinned(setattr_fn: Setattr) -> None:
+    def shared_pins(self: Any, request: Any, leader: Any) -> list[int]:
+        return []  # the mistake: a released waiter holds nothing until admission
+
+    setattr_fn(FlightLifecycle, "shared_pins", shared_pins)
+
+
+def _via_earliest_flight(setattr_fn: Setattr) -> None:
+    from flightcheck.impl.coordinator import num_shared
+
+    def can_wait_via(self: Coordinator, page_keys: Any) -> tuple[int | None, int]:
+        # The mistake: the earliest flight that shares enough pages, not the one that shares the most.
+        k = self.min_shared_pages - 1
+        flight_ids = self.by_page_key.get(page_keys[k]) if k < len(page_keys) else None
+        if not flight_ids:
+            return None, 0
+        f = min(flight_ids, key=lambda g: self.flights[g].leader_request_id)
+        return f, num_shared(page_keys, self.flights[f].page_keys)
+
+    setattr_fn(Coordinator, "can_wait_via", can_wait_via)
+
+
 @dataclass(frozen=True)
 class Mutant:
     """A broken engine: its name, the property that must catch it, the story, and the patch."""
@@ -221,6 +254,15 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     Mutant("evict-referenced", "in_use_never_evicted",
            "Eviction takes the least recently used leaf even when a request still references it.",
            _evict_referenced, "evict-referenced"),
+    Mutant("waiter-pins-leader-tail", "refcounts_exact",
+           "A request released from its wait via another prompt's flight pins every page that leader holds, "
+           "its own tail included.", _waiter_pins_leader_tail, policy=(("coordination", "prefix"),)),
+    Mutant("waiter-unpinned", "refcounts_exact",
+           "A request released from its wait via another prompt's flight pins nothing: the shared pages can "
+           "go before it is admitted.", _waiter_unpinned, policy=(("coordination", "prefix"),)),
+    Mutant("via-earliest-flight", "waits_for_shared_pages",
+           "Prefix coordination waits via the earliest flight sharing enough pages, not the one sharing the most.",
+           _via_earliest_flight, policy=(("coordination", "prefix"),)),
 )}
 
 

@@ -134,7 +134,7 @@ class SpecTracker:
                 raise ConformanceError(Diagnosis("payload", f"request {engine_id} ({num_tokens} tokens, {num_decode} "
                                                  f"decode steps) cannot arrive: {error}")) from None
             self.spec = self.spec_class(scn, self.policy)
-            self.state = _lift(old_spec, old_state, self.spec)
+            self.state = lift_state(old_spec, old_state, self.spec)
         self.class_of_input[input_key] = c
         self.index_of[engine_id] = i
         self.engine_of[i] = engine_id
@@ -200,7 +200,9 @@ class SpecTracker:
         return i
 
 
-def _lift(old_spec: FlightSpec | None, old_state: State | None, new_spec: FlightSpec) -> State:
+def lift_state(old_spec: FlightSpec | None, old_state: State | None, new_spec: FlightSpec) -> State:
+    """``old_state`` of ``old_spec`` in the layout of the grown ``new_spec`` (each field's old slots are a
+    prefix of its new ones; the new slots are the initial state's)."""
     new = list(new_spec.initial())
     if old_spec is None:
         return tuple(new)

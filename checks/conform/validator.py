@@ -44,7 +44,7 @@ from flightcheck.checks.conform.counters import ReferenceCounters
 from flightcheck.checks.conform.witness import KVWitness
 from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
 from flightcheck.checks.conform.explain import explain_guard, forced, lookahead, violated
-from flightcheck.checks.conform.tracker import SpecTracker
+from flightcheck.checks.conform.tracker import SpecTracker, lift_state
 from flightcheck.spec.describe import describe
 from flightcheck.impl.pages import PAGE_SIZE
 from flightcheck.spec.model import Action, FlightSpec
@@ -99,7 +99,10 @@ class TraceValidator:
         if name == "arrive":
             before = tr.state
             if self.engine is not None:
+                old_spec = tr.spec
                 tr.observe_arrival(event, self.engine)
+                if old_spec is not tr.spec:  # the spec grew: the state before, in the new layout
+                    before = lift_state(old_spec, before, tr.spec)
             else:
                 i = tr.arrive(event["request"], event["input"], event["num_tokens"], event.get("num_decode", 0),
                               page_keys=event.get("page_keys"))

@@ -19,7 +19,7 @@ def test_check_quick_runs_every_stage_but_the_real_model_and_passes(tmp_path):
     assert stages == {"explore", "variants", "prove", "equiv", "conform", "workload"}
     by_item = {(row["stage"], row["item"]): row for row in out["rows"]}
     assert by_item[("variants", "forget-at-release")]["detail"] == "caught: termination_validated in 9 steps"
-    assert by_item[("prove", "burst2 after-prefill incremental release-all")]["detail"].startswith("26/26 proved (k<=2)")
+    assert by_item[("prove", "burst2 after-prefill incremental release-all")]["detail"].startswith("27/27 proved (k<=2)")
     assert "differ after 9 step(s)" in by_item[("equiv", "correct vs forget-at-release")]["detail"]
     assert all(row["ok"] for row in out["rows"])
 
@@ -35,4 +35,4 @@ def test_a_stage_that_breaks_is_a_failed_row_and_fails_the_job(monkeypatch, caps
     broken = [r for r in out["rows"] if r["stage"] == "broken"]
     assert len(broken) == 1 and not broken[0]["ok"] and "no_such_stage" in broken[0]["detail"]
     assert not any(r["stage"] == "smollm2" for r in out["rows"])  # --quick skips the real model
-    assert sum(r["ok"] for r in out["rows"]) == 13  # every variant
+    assert sum(r["ok"] for r in out["rows"]) == 16  # every variant
