@@ -69,15 +69,25 @@ class SpecTracker:
         """Class slot of spec request ``i``."""
         return self.spec.layout.req_class[i]
 
+    def _sharers(self, c: int, p: int) -> list[int]:
+        """Class slots whose page ``p`` is class ``c``'s (the prompt tree's shared pages), ``c`` first."""
+        lay = self.spec.layout if self.spec is not None else None
+        if lay is None or c >= len(lay.class_pages) or p >= len(lay.class_pages[c]):
+            return [c]
+        k = lay.class_pages[c][p]
+        return [c] + [d for d, pages in enumerate(lay.class_pages) if d != c and p < len(pages) and pages[p] == k]
+
     def page_key(self, c: int, p: int) -> str | None:
-        """The chained key of page ``p`` of class slot ``c``, when known."""
-        return self.class_keys.get(c, {}).get(p)
+        """The chained key of page ``p`` of class slot ``c``, when known (from any prompt that shares it:
+        a shared parent may be named after a class none of whose requests has arrived yet)."""
+        return next((self.class_keys[d][p] for d in self._sharers(c, p) if p in self.class_keys.get(d, {})), None)
 
     def page_tags(self, c: int, p: int, size: int = PAGE_SIZE) -> list[int]:
         """The KV chain tags page ``p`` of class slot ``c`` must carry once computed."""
-        if c not in self._tags:
-            self._tags[c] = chain_tags(self.class_tokens[c])
-        return self._tags[c][p * size:(p + 1) * size]
+        d = next((d for d in self._sharers(c, p) if d in self.class_tokens), c)
+        if d not in self._tags:
+            self._tags[d] = chain_tags(self.class_tokens[d])
+        return self._tags[d][p * size:(p + 1) * size]
 
     def learn_keys(self, c: int, keys: dict[int, str]) -> None:
         """Record page keys of class slot ``c`` (from the engine's request or a publish event)."""

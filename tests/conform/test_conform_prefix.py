@@ -86,3 +86,14 @@ def test_real_model_conforms_under_prefix_coordination():
     for seed in range(6 if SLOW else 1):
         out = run_program(doc_program(100 + seed), "smollm2")
         assert out.ok, out.diagnosis.format()
+
+
+@pytest.mark.parametrize("name", ["doc2", "doc3", "doc3-abort", "doc3-evict", "doc3-pool", "doc3-expire", "chat2"])
+def test_programs_bound_to_a_tree_scenario_conform_under_every_coordination(name):
+    # Bound to the scenario, states land on its explored graph; the second question arriving first names
+    # the shared page after a class none of whose requests has arrived (the abstraction once missed it).
+    from flightcheck.checks.conform.generate import scenario_program
+    for k in range(4):
+        for policy in ({}, {"release": "on-completion"}, {"coordination": "single-flight"}, {"coordination": "none"}):
+            out = run_program(scenario_program(random.Random(f"{name}:{k}"), name, policy))
+            assert out.ok, out.diagnosis.format()
