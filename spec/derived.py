@@ -36,10 +36,25 @@ class DerivedFacts:
         """Shareable pages of request ``i``."""
         return self.layout.num_shareable[self.cls(i)]
 
-    def pages_of(self, i: int) -> range:
-        """Page slots of request ``i``'s shareable pages, in order."""
-        base = self.layout.page_base[self.cls(i)]
-        return range(base, base + self.shareable(i))
+    def pages_of(self, i: int) -> list[int]:
+        """Page slots of request ``i``'s shareable pages, in order (shared with other classes where the
+        prompt tree says so)."""
+        return self.layout.class_pages[self.cls(i)]
+
+    def num_shared(self, i: int, j: int) -> int:
+        """How many shareable pages the prompts of requests ``i`` and ``j`` have in common, from the front."""
+        return self.layout.shared[self.cls(i)][self.cls(j)]
+
+    def can_wait_via(self, j: int, f: int) -> bool:
+        """Under prefix coordination, ``j`` could wait via a flight led by ``f``: another prompt with at
+        least ``min_shared_pages`` shareable pages in common with ``j``'s (static: the scenario decides)."""
+        return (self.policy.prefix_flights and self.cls(f) != self.cls(j)
+                and self.num_shared(j, f) >= self.policy.min_shared_pages)
+
+    def flights_for(self, j: int) -> list[int]:
+        """The flight slots ``j`` may be a member of, or wait via: the same prompt's, or a sharing one's."""
+        return [f for f in range(self.num_requests)
+                if f != j and (self.cls(f) == self.cls(j) or self.can_wait_via(j, f))]
 
     def is_live(self, s: View, i: int) -> Any:
         """Request ``i`` has arrived and not terminated."""

@@ -32,7 +32,8 @@ def class_name(c: int) -> str:
 
 
 def page_name(spec: FlightSpec, k: int) -> str:
-    """Page slot ``k`` -> ``A0`` (class A, page 0)."""
+    """Page slot ``k`` -> ``A0`` (class A, page 0; a page shared in a prompt tree is named after the
+    first class that has it)."""
     c, p = spec.layout.page_slots[k]
     return f"{class_name(c)}{p}"
 
@@ -49,6 +50,8 @@ def describe(spec: FlightSpec, state: State) -> dict[str, Any]:
             f = s.mem[i] - 1
             d["flight"] = f"f{f}"
             d["role"] = "leader" if f == i else "follower"
+        if s.via[i]:
+            d["via"] = f"f{s.via[i] - 1}"
         if s.rel[i]:
             d["released"] = True
         if s.exp[i]:
@@ -111,6 +114,8 @@ def label(spec: FlightSpec, state: State) -> str:
             extra += f" pin{info['pinned']}"
         if info.get("holding"):
             extra += f" holds{info['holding']}"
+        if info.get("via"):
+            extra += f" via {info['via']}"
         if info.get("expired"):
             extra += " expired"
         lines.append(f"{r}{role} {ph}{extra}")
@@ -147,6 +152,8 @@ def changes(spec: FlightSpec, before: State, after: State) -> str:
             bits.append(("leads " if info.get("role") == "leader" else "follows ") + info["flight"])
         elif old.get("flight") and not info.get("flight"):
             bits.append(f"left {old['flight']}")
+        if info.get("via") != old.get("via"):
+            bits.append(f"waits via {info['via']}" if info.get("via") else f"stops waiting via {old['via']}")
         if info.get("released") != old.get("released"):
             bits.append("released" if info.get("released") else "unreleased")
         if info.get("expired") and not old.get("expired"):

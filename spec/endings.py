@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from flightcheck.spec import pool
-from flightcheck.spec.expr import And, If, Not, Or, Sum
+from flightcheck.spec.expr import Min, And, If, Not, Or, Sum
 from flightcheck.spec.state import (
     ABORTED, BLOCKED, CLOSED, FAILED, FINISHED, OPEN, TERM_BOGUS_ACCEPTED, TERM_LEGIT_REJECTED, WAITING, Edit, View,
 )
@@ -54,18 +54,36 @@ class FlightEndings:
         e.idx[self.cls(f)] = 0
         pins = self.pins_at_release(s, f)
         lost = self.is_terminated(s, f)
-        released = Sum(And(s.mem[j] == f + 1, s.ph[j] == BLOCKED) for j in range(self.num_requests) if j != f)
+        gains = [0] * len(self.layout.page_slots)
         for j in range(self.num_requests):
             member = s.mem[j] == f + 1
             blocked = And(member, s.ph[j] == BLOCKED)
-            e.ph[j] = If(blocked, WAITING, s.ph[j])
-            if j != f:
-                e.pubd[j] = If(blocked, pins, s.pubd[j])
+            if j != f and self.cls(j) == self.cls(f):
+                freed, mine = blocked, pins
+            elif self.can_wait_via(j, f):
+                # A request waiting via this flight pins what the leader holds of the pages they share.
+                freed, mine = And(s.via[j] == f + 1, s.ph[j] == BLOCKED), self.waiter_pins(s, f, j, pins)
+                e.via[j] = If(freed, 0, s.via[j])
+            else:
+                freed, mine = False, 0
+            if freed is not False:
+                e.ph[j] = If(freed, WAITING, s.ph[j])
+                e.pubd[j] = If(freed, mine, s.pubd[j])
+                for p, k in enumerate(self.pages_of(j)):
+                    gains[k] = gains[k] + If(And(freed, p < mine), 1, 0)
             self.release_member(s, e, f, j, member)
+        for k in range(len(gains)):
+            e.ref[k] = s.ref[k] + gains[k]
         for p, k in enumerate(self.pages_of(f)):
-            e.ref[k] = s.ref[k] + If(p < pins, released, 0) - If(And(lost, p < s.pubd[f]), 1, 0)
+            e.ref[k] = e.ref[k] - If(And(lost, p < s.pubd[f]), 1, 0)
         e.pubd[f] = If(lost, 0, s.pubd[f])
+        e.via[f] = 0
         return e.build()
+
+    def waiter_pins(self, s: View, f: int, j: int, pins: Any) -> Any:
+        """How many pages a request waiting via flight ``f`` pins at its release: what the leader holds of
+        the pages their prompts share."""
+        return Min(pins, self.num_shared(j, f))
 
     def release_member(self, s: View, e: Edit, f: int, j: int, member: Any) -> None:
         """What the coordinator keeps of a released member: its ID, in the released set."""
@@ -83,16 +101,23 @@ class FlightEndings:
         e = s.edit()
         flights = [f for f in range(self.num_requests) if f != j and self.cls(f) == self.cls(j)]
         held = Sum(If(s.mem[j] == f + 1, s.pubd[f], 0) for f in flights)
+        inherited = Sum(If(s.mem[j] == f + 1, s.via[f], 0) for f in flights)  # what the old leader waited via
         for f in flights:
             e.fl[f] = If(s.mem[j] == f + 1, CLOSED, s.fl[f])
             e.pubd[f] = If(s.mem[j] == f + 1, 0, s.pubd[f])
+            e.via[f] = If(s.mem[j] == f + 1, 0, s.via[f])
         for m in range(self.num_requests):
             if m != j:
                 e.mem[m] = If(And(s.mem[m] != 0, s.mem[m] == s.mem[j]), j + 1, s.mem[m])
+            if self.can_wait_via(m, j):  # who waited via the old leader's flight waits via the new one's
+                e.via[m] = If(And(s.via[m] != 0, s.via[m] == s.mem[j]), j + 1, s.via[m])
         e.mem[j] = j + 1
         e.fl[j] = OPEN
         e.idx[self.cls(j)] = j + 1
         e.ph[j] = WAITING
+        if self.policy.prefix_flights:
+            e.ph[j] = If(inherited != 0, BLOCKED, WAITING)
+            e.via[j] = inherited
         e.pubd[j] = held  # the old leader's references are the new leader's pins: no count changes
         return e.build()
 
@@ -139,12 +164,22 @@ class FlightEndings:
         e = s.edit()
         held = Sum(If(s.mem[j] == f + 1, s.pubd[f], 0)
                    for f in range(self.num_requests) if f != j and self.cls(f) == self.cls(j))
+        vias = [f for f in range(self.num_requests) if self.can_wait_via(j, f)]
+        held = held + Sum(If(s.via[j] == f + 1, Min(s.pubd[f], self.num_shared(j, f)), 0) for f in vias)
         e.ph[j] = WAITING
         e.pubd[j] = held
         for p, k in enumerate(self.pages_of(j)):
             e.ref[k] = s.ref[k] + If(p < held, 1, 0)
         e.exp[j] = 1
-        self.expire_member(s, e, j)
+        if vias:
+            # A leader waiting via another flight stops waiting, and still leads its own.
+            waiting_via = s.via[j] != 0
+            e.via[j] = 0
+            self.expire_member(s, e, j)
+            e.mem[j] = If(waiting_via, s.mem[j], e.mem[j])
+            e.rel[j] = If(waiting_via, s.rel[j], e.rel[j])
+        else:
+            self.expire_member(s, e, j)
         return e.build()
 
     def expire_member(self, s: View, e: Edit, j: int) -> None:
@@ -162,6 +197,7 @@ class FlightEndings:
         e.hit[i] = 0
         e.done[i] = 0
         e.pubd[i] = If(keep_pages, e.pubd[i], 0)
+        e.via[i] = If(keep_pages, s.via[i], 0)  # a lost leader's wait passes to the follower it promotes
         e.dec[i] = 0
         self.forget(s, e, i, accepted)
 

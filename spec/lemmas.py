@@ -40,21 +40,24 @@ class Lemma:
     story: str
     check: Callable[[FlightSpec, View], Any]
     designs: tuple[str, ...] = ("correct", "draining")
+    on_trees: bool = True
 
     def applies(self, spec: FlightSpec) -> bool:
         """True when the lemma speaks of ``spec``'s design (the buggy variants are attempts at the
-        final design, so its lemmas are tried on them too, and simply fail where the bug bites)."""
+        final design, so its lemmas are tried on them too, and simply fail where the bug bites) and of
+        its scenario (some are stated per prompt and are false where prompts share pages)."""
         design = "draining" if getattr(spec, "variant_name", "correct") == "draining" else "correct"
-        return design in self.designs
+        return design in self.designs and (self.on_trees or not spec.scenario.prefixes)
 
     def holds(self, spec: FlightSpec, state: Any) -> Any:
         """The predicate on one state (a bool, or a z3 Bool for a symbolic state)."""
         return self.check(spec, spec.view(state))
 
 
-def lemma(story: str, designs: tuple[str, ...] = ("correct", "draining")):
-    """Decorator: the function's name becomes the lemma's name."""
-    return lambda fn: Lemma(fn.__name__, story, fn, designs)
+def lemma(story: str, designs: tuple[str, ...] = ("correct", "draining"), *, on_trees: bool = True):
+    """Decorator: the function's name becomes the lemma's name. ``on_trees=False``: the lemma is stated
+    per prompt and does not apply to a scenario whose prompts share pages (a prompt tree)."""
+    return lambda fn: Lemma(fn.__name__, story, fn, designs, on_trees)
 
 
 def _per_request(spec: FlightSpec) -> range:
@@ -65,7 +68,8 @@ def _per_request(spec: FlightSpec) -> range:
 def absent_is_blank(spec: FlightSpec, s: View) -> Any:
     return And(*[
         Implies(s.ph[i] == ABSENT, And(s.hit[i] == 0, s.done[i] == 0, s.pubd[i] == 0, s.dec[i] == 0,
-                                       s.mem[i] == 0, s.rel[i] == 0, s.fl[i] == CLOSED, s.exp[i] == 0))
+                                       s.mem[i] == 0, s.rel[i] == 0, s.fl[i] == CLOSED, s.exp[i] == 0,
+                                       s.via[i] == 0))
         for i in _per_request(spec)
     ])
 
@@ -75,7 +79,8 @@ def absent_is_blank(spec: FlightSpec, s: View) -> Any:
 def terminated_is_forgotten(spec: FlightSpec, s: View) -> Any:
     return And(*[
         Implies(spec.is_terminated(s, i), And(s.hit[i] == 0, s.done[i] == 0, s.dec[i] == 0, s.mem[i] == 0,
-                                              s.rel[i] == 0, Or(s.pubd[i] == 0, s.fl[i] == OPEN)))
+                                              s.rel[i] == 0, Or(s.pubd[i] == 0, s.fl[i] == OPEN),
+                                              Or(s.via[i] == 0, s.fl[i] == OPEN)))
         for i in _per_request(spec)
     ])
 
@@ -105,8 +110,8 @@ def progress_matches_phase(spec: FlightSpec, s: View) -> Any:
 @lemma("The prefix cache is prefix-closed: a cached page's predecessors are cached.")
 def cache_prefix_closed(spec: FlightSpec, s: View) -> Any:
     return And(*[
-        Implies(s.pg[k + 1] != NOT_CACHED, s.pg[k] != NOT_CACHED)
-        for k, (c, p) in enumerate(spec.layout.page_slots) if p + 1 < spec.layout.num_shareable[c]
+        Implies(s.pg[child] != NOT_CACHED, s.pg[k] != NOT_CACHED)
+        for k, children in enumerate(spec.layout.page_children) for child in children
     ])
 
 
@@ -127,7 +132,8 @@ def live_is_known(spec: FlightSpec, s: View) -> Any:
 
 
 @lemma("Members belong to an open flight of their own class; only an open flight's leader runs, the others are "
-       "blocked; an open flight's slot is its live leader's, or a terminated leader's whose flight is pending.",
+       "blocked (and a leader only while it waits via another prompt's flight); an open flight's slot is its live "
+       "leader's, or a terminated leader's whose flight is pending.",
        ("correct",))
 def members_of_open_flights(spec: FlightSpec, s: View) -> Any:
     n = spec.num_requests
@@ -135,12 +141,29 @@ def members_of_open_flights(spec: FlightSpec, s: View) -> Any:
     for i in range(n):
         same = [f for f in range(n) if spec.cls(f) == spec.cls(i)]
         conds.append(Or(s.mem[i] == 0, *[And(s.mem[i] == f + 1, s.fl[f] == OPEN) for f in same]))
-        conds.append(Implies(s.ph[i] == BLOCKED, And(s.mem[i] != 0, s.mem[i] != i + 1)))
-        conds.append(Implies(And(s.mem[i] != 0, s.mem[i] != i + 1), s.ph[i] == BLOCKED))
-        conds.append(Implies(s.fl[i] == OPEN, And(s.ph[i] != ABSENT, s.ph[i] != BLOCKED,
+        follows = And(s.mem[i] != 0, s.mem[i] != i + 1)
+        waits_via = And(s.via[i] != 0, s.mem[i] == i + 1)
+        conds.append(Implies(s.ph[i] == BLOCKED, Or(follows, waits_via)))
+        conds.append(Implies(follows, And(s.ph[i] == BLOCKED, s.via[i] == 0)))
+        conds.append(Implies(s.fl[i] == OPEN, And(s.ph[i] != ABSENT, Or(s.ph[i] != BLOCKED, s.via[i] != 0),
                                                   Or(s.mem[i] == i + 1, spec.is_terminated(s, i)))))
         conds.append(Implies(s.mem[i] == i + 1, s.fl[i] == OPEN))
         conds.append(s.fl[i] != DRAINING)
+    return And(*conds)
+
+
+@lemma("A request waits via another flight only under prefix coordination, via an open flight whose prompt shares "
+       "enough pages with its own, while it leads its own open flight and is blocked (or, lost, until its flight is "
+       "settled).")
+def waits_via_open_flights(spec: FlightSpec, s: View) -> Any:
+    n = spec.num_requests
+    conds = []
+    for j in range(n):
+        allowed = [f for f in range(n) if spec.can_wait_via(j, f)]
+        conds.append(Or(s.via[j] == 0, *[s.via[j] == f + 1 for f in allowed]))
+        blocked = And(s.ph[j] == BLOCKED, s.mem[j] == j + 1, s.fl[j] == OPEN)
+        for f in allowed:
+            conds.append(Implies(s.via[j] == f + 1, And(s.fl[f] == OPEN, Or(blocked, spec.is_orphaned(s, j)))))
     return And(*conds)
 
 
@@ -162,9 +185,10 @@ def draining_members(spec: FlightSpec, s: View) -> Any:
         conds.append(Or(s.mem[i] == 0, *[And(s.mem[i] == f + 1, s.fl[f] != CLOSED) for f in same]))
         conds.append(Implies(spec.is_live(s, i), s.mem[i] != 0))
         conds.append(s.rel[i] == 0)
-        conds.append(Implies(s.ph[i] == BLOCKED, And(s.mem[i] != 0, s.mem[i] != i + 1)))
+        waits_via = And(s.via[i] != 0, s.mem[i] == i + 1)
+        conds.append(Implies(s.ph[i] == BLOCKED, Or(And(s.mem[i] != 0, s.mem[i] != i + 1), waits_via)))
         blocked_in = [And(s.mem[i] == f + 1, s.fl[f] == OPEN) for f in same if f != i]
-        conds.append(Implies(s.ph[i] == BLOCKED, Or(*blocked_in)))
+        conds.append(Implies(s.ph[i] == BLOCKED, Or(waits_via, *blocked_in)))
         conds.append(Implies(s.fl[i] == OPEN, And(s.ph[i] != ABSENT, Or(s.mem[i] == i + 1, spec.is_terminated(s, i)))))
         # A draining flight still has a member (the last one to go closes it).
         conds.append(Implies(s.fl[i] == DRAINING, Or(*[s.mem[j] == i + 1 for j in range(n)])))
@@ -186,8 +210,7 @@ def _strict(spec: FlightSpec, s: View) -> Any:
 
 
 def _all_cached(spec: FlightSpec, s: View, c: int) -> Any:
-    base = spec.layout.page_base[c]
-    return And(*[s.pg[k] != NOT_CACHED for k in range(base, base + spec.layout.num_shareable[c])])
+    return And(*[s.pg[k] != NOT_CACHED for k in spec.layout.class_pages[c]])
 
 
 def is_released(spec: FlightSpec, s: View, j: int) -> Any:
@@ -208,7 +231,7 @@ def is_busy(spec: FlightSpec, s: View, j: int) -> Any:
     )
 
 
-@lemma("Single-flight, strict runs: at most one request per input is busy computing or holding unpublished shareable pages.")
+@lemma("Single-flight, strict runs: at most one request per input is busy computing or holding unpublished shareable pages.", on_trees=False)
 def one_busy_per_input(spec: FlightSpec, s: View) -> Any:
     if not spec.policy.single_flight:
         return True
@@ -219,7 +242,7 @@ def one_busy_per_input(spec: FlightSpec, s: View) -> Any:
     return Implies(_strict(spec, s), And(*conds))
 
 
-@lemma("Single-flight, strict runs: the next page a prefilling request computes is not cached.")
+@lemma("Single-flight, strict runs: the next page a prefilling request computes is not cached.", on_trees=False)
 def next_page_uncached(spec: FlightSpec, s: View) -> Any:
     if not spec.policy.single_flight:
         return True
@@ -231,7 +254,7 @@ def next_page_uncached(spec: FlightSpec, s: View) -> Any:
 
 
 @lemma("Single-flight, strict runs: a released request holds every shareable page of its input (a follower pins "
-       "them, then hits them; a leader released after its prefill has published them), so it never computes one.")
+       "them, then hits them; a leader released after its prefill has published them), so it never computes one.", on_trees=False)
 def released_hold_all(spec: FlightSpec, s: View) -> Any:
     if not spec.policy.single_flight:
         return True
@@ -244,12 +267,14 @@ def released_hold_all(spec: FlightSpec, s: View) -> Any:
 def waiting_leader_pins(spec: FlightSpec, s: View) -> Any:
     if not spec.policy.single_flight or spec.policy.leader_loss == "promote":
         return True
-    return And(*[Implies(And(s.ph[j] == WAITING, s.mem[j] == j + 1), s.pubd[j] == 0) for j in _per_request(spec)])
+    # Under prefix coordination a leader released from its wait via another flight pins the shared pages.
+    return And(*[Implies(And(s.ph[j] == WAITING, s.mem[j] == j + 1), s.pubd[j] == 0) for j in _per_request(spec)
+                 if not any(spec.can_wait_via(j, f) for f in _per_request(spec))])
 
 
 LEMMAS: tuple[Lemma, ...] = (
     absent_is_blank, terminated_is_forgotten, progress_matches_phase, cache_prefix_closed,
-    nothing_cached_without_caching, live_is_known, members_of_open_flights, one_pending_flight,
+    nothing_cached_without_caching, live_is_known, members_of_open_flights, waits_via_open_flights, one_pending_flight,
     draining_members, one_busy_per_input, next_page_uncached, released_hold_all,
     waiting_leader_pins, uncoordinated_has_no_flights,
 )

@@ -184,11 +184,25 @@ class FlightSpec(FlightEndings, DerivedFacts):
             return e.build()
         c = self.cls(i)
         follows = s.idx[c] != 0
-        e.ph[i] = If(follows, BLOCKED, WAITING)
+        via = self.via_choice(s, i)
+        e.ph[i] = If(follows, BLOCKED, If(via != 0, BLOCKED, WAITING))
         e.mem[i] = If(follows, s.idx[c], i + 1)
         e.fl[i] = If(follows, s.fl[i], OPEN)
         e.idx[c] = If(follows, s.idx[c], i + 1)
+        if self.policy.prefix_flights:
+            e.via[i] = If(follows, 0, via)
         return e.build()
+
+    def via_choice(self, s: View, i: int) -> Any:
+        """Under prefix coordination, the open flight (``f + 1``, or 0 for none) that a request opening a
+        flight of its own waits via: the one whose prompt shares the most pages with ``i``'s, the earliest
+        leader on a tie."""
+        ranked = sorted((f for f in range(self.num_requests) if self.can_wait_via(i, f)),
+                        key=lambda f: (-self.num_shared(i, f), f))
+        choice: Any = 0
+        for f in reversed(ranked):
+            choice = If(s.fl[f] == OPEN, f + 1, choice)
+        return choice
 
     # ------------------------------------------------------------------ admit
     def g_admit(self, s: View, i: int) -> Any:
@@ -252,12 +266,28 @@ class FlightSpec(FlightEndings, DerivedFacts):
         return e.build()
 
     def page_held_elsewhere(self, s: View, i: int, p: int, k: int) -> Any:
-        """Page ``p`` of ``i``'s class is cached, or another live request holds a private copy."""
-        others = [
-            And(self.is_live(s, j), s.pubd[j] <= p, p < s.done[j])
-            for j in range(self.num_requests) if j != i and self.cls(j) == self.cls(i)
-        ]
-        return Or(s.pg[k] == READY, *others)
+        """Page ``p`` of ``i``'s prompt is cached, or another live request that ``i`` is coordinated with
+        holds a private copy: one of the same prompt, or (prefix coordination) one whose prompt shares at
+        least ``min_shared_pages`` pages with ``i``'s, this one among them. A copy cached by a prompt that
+        ``i`` is not coordinated with (a sibling under exact single-flight) is no duplicate of the design's."""
+        peers = [j for j in range(self.num_requests) if j != i and self.coordinated(i, j, p)]
+        others = [And(self.is_live(s, j), s.pubd[j] <= p, p < s.done[j]) for j in peers]
+        outsiders = any(k in self.layout.class_pages[d] and not self.coordinated_class(i, d, p)
+                        for d in range(len(self.layout.classes)))
+        cached = [] if outsiders else [s.pg[k] == READY]
+        return Or(*cached, *others)
+
+    def coordinated_class(self, i: int, d: int, p: int) -> bool:
+        """Requests of class slot ``d`` and ``i`` must not both compute ``i``'s page ``p``."""
+        c = self.cls(i)
+        if d == c:
+            return True
+        shared = self.layout.shared[c][d]
+        return self.policy.prefix_flights and shared >= self.policy.min_shared_pages and p < shared
+
+    def coordinated(self, i: int, j: int, p: int) -> bool:
+        """Requests ``i`` and ``j`` must not both compute ``i``'s page ``p`` (see :meth:`coordinated_class`)."""
+        return self.coordinated_class(i, self.cls(j), p)
 
     def prefill_extra(self, s: View, e: Edit, i: int, new_done: Any) -> None:
         """Hook for variants that change what a computed page does (none in the correct design)."""
@@ -317,10 +347,7 @@ class FlightSpec(FlightEndings, DerivedFacts):
 
     # ------------------------------------------------------------------ evict
     def g_evict(self, s: View, k: int) -> Any:
-        c, p = self.layout.page_slots[k]
-        leaf = True
-        if p + 1 < self.layout.num_shareable[c]:
-            leaf = s.pg[k + 1] == NOT_CACHED
+        leaf = And(*[s.pg[child] == NOT_CACHED for child in self.layout.page_children[k]])
         reason = [pool.under_pressure(self, s)] if self.scenario.has_pool else []
         if self.scenario.eviction:
             reason = [True]

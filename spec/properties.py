@@ -124,8 +124,9 @@ def in_use_never_evicted(spec: FlightSpec, s: View) -> Any:
 @always("refcounts_exact", "Each cached page's reference count equals the number of requests holding it.")
 def refcounts_exact(spec: FlightSpec, s: View) -> Any:
     conds = []
-    for k, (c, p) in enumerate(spec.layout.page_slots):
-        holders = [i for i in range(spec.num_requests) if spec.cls(i) == c]
+    for k, (_c, p) in enumerate(spec.layout.page_slots):
+        # Every request whose prompt passes through the page: a shared parent counts each child's holders.
+        holders = [i for i in range(spec.num_requests) if k in spec.pages_of(i)]
         conds.append(s.ref[k] == Sum(And(spec.holds_pages(s, i), p < s.pubd[i]) for i in holders))
     return And(*conds)
 
@@ -143,9 +144,27 @@ def admission_has_room(spec: FlightSpec, s: View) -> Any:
 def blocked_in_open_flight(spec: FlightSpec, s: View) -> Any:
     n = spec.num_requests
     return And(*[
-        Implies(s.ph[j] == BLOCKED, Or(*[And(s.mem[j] == f + 1, s.fl[f] == OPEN) for f in range(n) if f != j]))
+        Implies(s.ph[j] == BLOCKED, Or(*[And(s.mem[j] == f + 1, s.fl[f] == OPEN) for f in range(n) if f != j],
+                                       *[And(s.via[j] == f + 1, s.fl[f] == OPEN) for f in range(n) if f != j]))
         for j in range(n)
     ])
+
+
+@always("waits_for_shared_pages", "Under prefix coordination, a request waits via another flight only while it leads its own "
+        "open flight, is blocked (or, lost, hands its wait on in the same call), and the flight it waits via is open and "
+        "its prompt shares at least min_shared_pages pages with the request's.",
+        lambda spec: spec.policy.prefix_flights)
+def waits_for_shared_pages(spec: FlightSpec, s: View) -> Any:
+    n = spec.num_requests
+    conds = []
+    for j in range(n):
+        for f in range(n):
+            if not spec.can_wait_via(j, f):
+                conds.append(s.via[j] != f + 1)
+                continue
+            waiting = And(s.ph[j] == BLOCKED, s.mem[j] == j + 1, s.fl[j] == OPEN)
+            conds.append(Implies(s.via[j] == f + 1, And(s.fl[f] == OPEN, Or(waiting, spec.is_orphaned(s, j)))))
+    return And(*conds)
 
 
 @always("known_once", "The coordinator knows a live request once: as a member of a flight or in the released set, never both.")
@@ -156,7 +175,9 @@ def known_once(spec: FlightSpec, s: View) -> Any:
 @always("expired_never_blocked", "A follower whose wait expired is never blocked again: it is in no flight.",
         lambda spec: spec.scenario.expiry and spec.policy.single_flight)
 def expired_never_blocked(spec: FlightSpec, s: View) -> Any:
-    return And(*[Implies(s.exp[j] == 1, And(s.ph[j] != BLOCKED, s.mem[j] == 0)) for j in range(spec.num_requests)])
+    # A follower leaves its flight; a leader that stopped waiting via another flight still leads its own.
+    return And(*[Implies(s.exp[j] == 1, And(s.ph[j] != BLOCKED, Or(s.mem[j] == 0, s.mem[j] == j + 1)))
+                 for j in range(spec.num_requests)])
 
 
 @always("termination_validated", "Every termination of a known live request is accepted once; every other one is rejected with the state unchanged.")
@@ -182,6 +203,7 @@ def quiescent_clean(spec: FlightSpec, s: View) -> Any:
     clean = And(
         *[s.fl[f] == CLOSED for f in range(n)],
         *[s.mem[i] == 0 for i in range(n)],
+        *[s.via[i] == 0 for i in range(n)],
         *[s.rel[i] == 0 for i in range(n)],
         *[s.idx[c] == 0 for c in range(len(lay.classes))],
         *[s.ref[k] == 0 for k in range(len(lay.page_slots))],
@@ -218,6 +240,16 @@ def sometimes_expires(spec: FlightSpec, s: View) -> Any:
     return Or(*[s.exp[j] == 1 for j in range(spec.num_requests)])
 
 
+def _can_wait_via(spec: FlightSpec) -> bool:
+    n = spec.num_requests
+    return any(spec.can_wait_via(j, f) for j in range(n) for f in range(n))
+
+
+@sometimes("sometimes_waits_via", "Under prefix coordination, a request does wait via another prompt's flight.", _can_wait_via)
+def sometimes_waits_via(spec: FlightSpec, s: View) -> Any:
+    return Or(*[s.via[j] != 0 for j in range(spec.num_requests)])
+
+
 @sometimes("sometimes_short_of_memory", "With a pool: the running requests' next steps sometimes need more pages than are free.",
            lambda spec: spec.scenario.has_pool and spec.policy.prefix_caching)
 def sometimes_short_of_memory(spec: FlightSpec, s: View) -> Any:
@@ -230,10 +262,10 @@ NO_DEADLOCK = deadlock_free("no_deadlock", "No state with a live request is left
 PROPERTIES: tuple[Property, ...] = (
     one_flight_per_input, follower_waits_for_release, single_prefill, visible_after_compute,
     in_use_never_evicted, refcounts_exact, termination_validated, release_after_publication,
-    release_on_completion, quiescent_clean, admission_has_room, blocked_in_open_flight, known_once,
+    release_on_completion, quiescent_clean, admission_has_room, blocked_in_open_flight, waits_for_shared_pages, known_once,
     expired_never_blocked, NO_DEADLOCK, EVENTUALLY_TERMINATES,
     sometimes_recovers, sometimes_follower_released, sometimes_all_finished, sometimes_expires,
-    sometimes_short_of_memory,
+    sometimes_short_of_memory, sometimes_waits_via,
 )
 
 

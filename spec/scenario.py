@@ -28,12 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-Coordination = Literal["single-flight", "none"]
+Coordination = Literal["single-flight", "prefix", "none"]
 Release = Literal["after-prefill", "on-completion"]
 Publication = Literal["incremental", "on-completion"]
 LeaderLoss = Literal["release-all", "promote"]
 
-COORDINATIONS: tuple[str, ...] = ("single-flight", "none")
+COORDINATIONS: tuple[str, ...] = ("single-flight", "prefix", "none")
 RELEASES: tuple[str, ...] = ("after-prefill", "on-completion")
 PUBLICATIONS: tuple[str, ...] = ("incremental", "on-completion")
 LEADER_LOSSES: tuple[str, ...] = ("release-all", "promote")
@@ -100,6 +100,11 @@ class Request:
 class Policy:
     """The engine's configuration: every knob the spec is parameterised by.
 
+    ``coordination``: ``none``; ``single-flight`` (identical prompts wait for one leader); ``prefix``
+    (single-flight, and besides a request that opens a flight for its prompt waits *via* another open
+    flight whose prompt shares at least ``min_shared_pages`` shareable pages with its own, for those
+    pages only; see :mod:`flightcheck.spec.model`).
+
     ``leader_loss``: when a flight's leader aborts or fails before its release point, ``release-all``
     releases every follower to compute what is not cached; ``promote`` makes the first waiting follower
     the flight's new leader, and the others keep waiting.
@@ -112,6 +117,7 @@ class Policy:
     chunk: int = 1
     leader_loss: str = "release-all"
     prefix_caching: bool = True
+    min_shared_pages: int = 1
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -126,17 +132,26 @@ class Policy:
             raise ValueError(f"capacity must be >= 1, got {self.capacity}")
         if self.chunk < 1:
             raise ValueError(f"chunk must be >= 1 page, got {self.chunk}")
+        if self.min_shared_pages < 1:
+            raise ValueError(f"min_shared_pages must be >= 1, got {self.min_shared_pages}")
         if self.single_flight and not self.prefix_caching:
-            raise ValueError("coordination single-flight needs prefix caching: followers wait to reuse pages")
+            raise ValueError(f"coordination {self.coordination} needs prefix caching: followers wait to reuse pages")
 
     @property
     def single_flight(self) -> bool:
-        """True when identical inputs are coordinated."""
-        return self.coordination == "single-flight"
+        """True when identical inputs are coordinated (``single-flight`` and ``prefix``): there are flights."""
+        return self.coordination != "none"
+
+    @property
+    def prefix_flights(self) -> bool:
+        """True when a request may also wait via a flight of another prompt that shares its first pages."""
+        return self.coordination == "prefix"
 
     def label(self) -> str:
         """A short human label, e.g. ``single-flight/after-prefill/incremental cap=2 chunk=1``."""
         extra = (" promote" if self.leader_loss == "promote" else "") + ("" if self.prefix_caching else " no-cache")
+        if self.prefix_flights and self.min_shared_pages != 1:
+            extra += f" min-shared={self.min_shared_pages}"
         return f"{self.coordination}/{self.release}/{self.publication} cap={self.capacity} chunk={self.chunk}{extra}"
 
 
@@ -151,6 +166,12 @@ class Scenario:
     reserved lifetime pages, eviction only when an allocation needs it); ``expiry`` lets a blocked
     follower's wait run out (it then computes for itself); ``failures`` lets a running request's forward
     pass fail (the engine fails that request and hands its flight to the leader-loss policy).
+
+    ``prefixes`` makes the prompt classes a tree of pages: an entry ``(cls, parent, n)`` says that the
+    first ``n`` shareable pages of class ``cls`` are those of the earlier class ``parent`` (two
+    questions over one document, a conversation whose turn extends the last). Such a page is one page
+    slot, cached once and referenced by every request whose prompt passes through it. Classes with no
+    entry share nothing; the identical-prompt scenarios are trees of one path per class.
     """
 
     name: str
@@ -162,6 +183,7 @@ class Scenario:
     num_pages: int | None = None
     expiry: bool = False
     failures: bool = False
+    prefixes: tuple[tuple[int, int, int], ...] = ()
     story: str = ""
 
     def __post_init__(self) -> None:
@@ -173,6 +195,22 @@ class Scenario:
             if (prev.num_pages, prev.has_tail, prev.tail_tokens if prev.has_tail else 0) != \
                     (r.num_pages, r.has_tail, r.tail_tokens if r.has_tail else 0):
                 raise ValueError(f"requests of class {r.cls} must have identical prompts (pages and tail)")
+        order = list(dict.fromkeys(r.cls for r in self.requests))
+        seen: set[int] = set()
+        for entry in self.prefixes:
+            if len(entry) != 3:
+                raise ValueError(f"a prefix entry is (cls, parent, num_shared_pages), got {entry!r}")
+            c, parent, n = entry
+            if c not in by_cls or parent not in by_cls:
+                raise ValueError(f"prefix entry {entry!r} names a class no request has")
+            if order.index(parent) >= order.index(c):
+                raise ValueError(f"prefix entry {entry!r}: the parent class must appear before the child")
+            if c in seen:
+                raise ValueError(f"class {c} has two prefix entries; give it one parent")
+            seen.add(c)
+            most = min(by_cls[c].num_shareable, by_cls[parent].num_shareable)
+            if not 1 <= n <= most:
+                raise ValueError(f"prefix entry {entry!r}: classes {c} and {parent} can share 1..{most} shareable pages")
         if self.num_pages is not None and self.eviction:
             raise ValueError("a scenario models either the engine's own pool (num_pages: eviction under memory "
                              "pressure) or background eviction at any time (eviction=True), not both")
@@ -191,6 +229,10 @@ class Scenario:
     def classes(self) -> tuple[int, ...]:
         """The prompt classes, in order of first appearance."""
         return tuple(dict.fromkeys(r.cls for r in self.requests))
+
+    def parent_of(self, cls: int) -> tuple[int, int] | None:
+        """``(parent class, shared shareable pages)`` of a class in the prompt tree, or None."""
+        return next(((p, n) for c, p, n in self.prefixes if c == cls), None)
 
     def class_request(self, cls: int) -> Request:
         """The first request of a class (all requests of a class share its prompt)."""
@@ -220,6 +262,23 @@ def burst(n: int, *, classes: int = 1, pages: int = 2, decode: int = 1, name: st
     """
     reqs = tuple(Request(cls=i % classes, num_pages=pages, num_decode=decode) for i in range(n))
     return Scenario(name=name or f"burst{n}" + (f"x{classes}" if classes > 1 else ""), requests=reqs, **options)
+
+
+def tree(name: str, classes: tuple[int, ...], *, pages: int = 2, shared: int = 1, story: str = "",
+         policy: Policy | None = None, **options) -> Scenario:
+    """One document and questions over it: every class has ``pages`` full pages and a tail, and each
+    class after the first shares its first ``shared`` pages with class 0 (prefix coordination).
+
+    For example::
+
+        >>> scn = tree("t", (0, 1))
+        >>> scn.prefixes, scn.policy.coordination
+        (((1, 0, 1),), 'prefix')
+    """
+    reqs = tuple(Request(cls=c, num_pages=pages) for c in classes)
+    prefixes = tuple((c, 0, shared) for c in dict.fromkeys(classes) if c != 0)
+    return Scenario(name=name, requests=reqs, prefixes=prefixes, policy=policy or Policy(coordination="prefix"),
+                    story=story, **options)
 
 
 def _numbered() -> dict[str, Scenario]:
@@ -253,6 +312,20 @@ def _numbered() -> dict[str, Scenario]:
                  story="Prompts shorter than a page share nothing: their flights release at once."),
         burst(2, name="nocache", policy=Policy(coordination="none", prefix_caching=False), num_pages=3,
               story="Prefix caching off: nothing is looked up or published; a pool of 3 pages admits one at a time."),
+        tree("doc2", (0, 1), story="Two questions over one document: the first page is shared, the second is each one's own."),
+        tree("doc3", (0, 1, 1), story="One question, then two identical others over the same document."),
+        tree("doc3-abort", (0, 1, 1), aborts=True, notifications=True, eviction=True,
+             story="A document and two questions with cancels and eviction: a lost leader's wait passes to the "
+                   "follower it promotes."),
+        tree("doc3-evict", (0, 1, 0), eviction=True,
+             story="Background eviction under a shared parent: leaves go first, a parent a child needs stays."),
+        tree("doc3-pool", (0, 1, 1), pages=3, shared=2, num_pages=4,
+             story="A pool of 4 pages for a three-page document with two questions: a shared page is counted once."),
+        tree("doc3-expire", (0, 1, 1), expiry=True,
+             story="A request waiting via another question's flight gives up and computes the document itself."),
+        Scenario(name="chat2", requests=(Request(0, 1), Request(1, 2), Request(1, 2)), prefixes=((1, 0, 1),),
+                 policy=Policy(coordination="prefix"),
+                 story="A conversation: the second turn extends the first, so its first page is the first turn's."),
     ]
     return {scn.name: scn for scn in s}
 
@@ -284,8 +357,13 @@ SCALE_SCENARIOS: dict[str, Scenario] = _scale()
 
 def policy_grid(scenario: Scenario) -> list[Scenario]:
     """The scenario under every policy it is checked with: both release points and both publications,
-    and both leader-loss policies where a leader can be lost (aborts or failures)."""
-    losses = LEADER_LOSSES if (scenario.aborts or scenario.failures) and scenario.policy.single_flight else \
-        (scenario.policy.leader_loss,)
-    return [scenario.with_policy(release=r, publication=p, leader_loss=ll)
-            for ll in losses for r in RELEASES for p in PUBLICATIONS]
+    both leader-loss policies where a leader can be lost (aborts or failures), and, on a prompt tree,
+    every coordination (prefix, exact single-flight, none)."""
+    coords = ("prefix", "single-flight", "none") if scenario.prefixes else (scenario.policy.coordination,)
+    out = []
+    for coord in coords:
+        scn = scenario.with_policy(coordination=coord)
+        losses = LEADER_LOSSES if (scn.aborts or scn.failures) and scn.policy.single_flight else (scn.policy.leader_loss,)
+        out += [scn.with_policy(release=r, publication=p, leader_loss=ll)
+                for ll in losses for r in RELEASES for p in PUBLICATIONS]
+    return out

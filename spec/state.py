@@ -94,6 +94,13 @@ class Edit(View):
         return tuple(self.vals) if type(self.vals[0]) is int else self.vals
 
 
+def _common(a: list[int], b: list[int]):
+    for x, y in zip(a, b):
+        if x != y:
+            return
+        yield x
+
+
 class Layout:
     """Names, offsets and ranges of every slot of a scenario's states."""
 
@@ -105,21 +112,36 @@ class Layout:
         self.classes = scenario.classes
         self.class_slot = {c: k for k, c in enumerate(self.classes)}
         self.req_class = tuple(self.class_slot[r.cls] for r in reqs)
-        # Page slots: the shareable pages of each class, in order.
+        # Page slots: the shareable pages of each class, in order; a page a class shares with its parent
+        # in the prompt tree is the parent's slot. ``page_slots[k]`` names a slot by the first class that
+        # has it; ``class_pages[c]`` lists class c's slots; ``page_children[k]`` the slots that follow k
+        # in some class (the tree's edges: eviction takes leaves first).
         self.page_slots: list[tuple[int, int]] = []
-        self.page_base: list[int] = []
+        self.class_pages: list[list[int]] = []
         self.num_shareable: list[int] = []
         for c in self.classes:
             h = scenario.class_request(c).num_shareable
-            self.page_base.append(len(self.page_slots))
+            parent = scenario.parent_of(c)
+            inherited = self.class_pages[self.class_slot[parent[0]]][:parent[1]] if parent else []
+            mine = list(inherited)
+            for p in range(len(inherited), h):
+                mine.append(len(self.page_slots))
+                self.page_slots.append((self.class_slot[c], p))
+            self.class_pages.append(mine)
             self.num_shareable.append(h)
-            self.page_slots.extend((self.class_slot[c], p) for p in range(h))
+        self.page_children: list[tuple[int, ...]] = [()] * len(self.page_slots)
+        for mine in self.class_pages:
+            for a, b in zip(mine, mine[1:]):
+                if b not in self.page_children[a]:
+                    self.page_children[a] = self.page_children[a] + (b,)
+        # shared[c][d]: how many shareable pages classes c and d have in common, from the front.
+        self.shared = [[sum(1 for _ in _common(a, b)) for b in self.class_pages] for a in self.class_pages]
         num_pages = len(self.page_slots)
         self.fields: dict[str, tuple[int, int, list[int], list[int]]] = {}
         # What each field is indexed by ("request", "class", "page" or "scalar"), and the fields whose
         # values name a request (0 for none, i + 1 for request i): symmetry reduction renames both.
         self.kinds: dict[str, str] = {}
-        self.names_request: frozenset[str] = frozenset({"mem", "idx"})
+        self.names_request: frozenset[str] = frozenset({"mem", "idx", "via"})
         off = 0
 
         def add(name: str, kind: str, size: int, lo: list[int], hi: list[int]) -> None:
@@ -138,6 +160,7 @@ class Layout:
         add("rel", "request", n, [0] * n, [1] * n)
         add("fl", "request", n, [0] * n, [DRAINING] * n)
         add("exp", "request", n, [0] * n, [1] * n)  # its wait expired (sticky: kept after it terminates)
+        add("via", "request", n, [0] * n, [n] * n)  # the flight (f + 1) whose shared pages it waits for
         add("idx", "class", nc, [0] * nc, [n] * nc)
         add("pg", "page", num_pages, [0] * num_pages, [READY] * num_pages)
         add("ref", "page", num_pages, [0] * num_pages, [n] * num_pages)
@@ -160,7 +183,7 @@ class Layout:
 
     def page(self, cls_slot: int, p: int) -> int:
         """The page slot of page ``p`` of class slot ``cls_slot``."""
-        return self.page_base[cls_slot] + p
+        return self.class_pages[cls_slot][p]
 
     def slot_names(self) -> list[str]:
         """A readable name for every slot, in order (``ph[0]``, ..., ``g_dup``)."""

@@ -202,9 +202,58 @@ class EvictReferencedSpec(FlightSpec):
     variant_name = "evict-referenced"
 
     def g_evict(self, s: View, k: int) -> Any:
-        c, p = self.layout.page_slots[k]
-        leaf = True if p + 1 >= self.layout.num_shareable[c] else s.pg[k + 1] == NOT_CACHED
+        leaf = And(*[s.pg[child] == NOT_CACHED for child in self.layout.page_children[k]])
         return And(s.pg[k] == READY, leaf, self.calm(s))
+
+
+class ViaUnsharedSpec(FlightSpec):
+    """Prefix coordination that looks only at whether another prompt's flight is open, not at how many
+    pages the prompts share: a request waits on a flight that will not compute the pages it needs."""
+
+    variant_name = "via-unshared"
+
+    def via_choice(self, s: View, i: int) -> Any:
+        choice: Any = 0
+        for f in reversed(range(self.num_requests)):
+            if self.policy.prefix_flights and self.cls(f) != self.cls(i):
+                choice = If(s.fl[f] == OPEN, f + 1, choice)
+        return choice
+
+
+class SiblingUnderParentKeySpec(FlightSpec):
+    """A child prompt's first page of its own is published under the key of the page at the same
+    position in its parent's prompt (the key chain is taken from the wrong branch): the parent's page
+    becomes visible with a sibling's KV."""
+
+    variant_name = "sibling-under-parent-key"
+
+    def _publish_into(self, s: View, e: Edit, i: int) -> None:
+        super()._publish_into(s, e, i)
+        parent = self.scenario.parent_of(self.layout.classes[self.cls(i)])
+        if parent is None:
+            return
+        pc = self.layout.class_slot[parent[0]]
+        n = self.layout.shared[self.cls(i)][pc]
+        if n >= min(len(self.pages_of(i)), len(self.layout.class_pages[pc])):
+            return
+        own, wrong = self.pages_of(i)[n], self.layout.class_pages[pc][n]
+        newly = And(s.pubd[i] <= n, n < self.published_upto(s, i))
+        # The page goes into the cache under the parent's key; its own key stays uncached.
+        e.pg[wrong] = If(And(newly, s.pg[wrong] == NOT_CACHED), RESERVED, e.pg[wrong])
+        e.ref[wrong] = e.ref[wrong] + If(newly, 1, 0)
+        e.pg[own] = If(newly, s.pg[own], e.pg[own])
+        e.ref[own] = If(newly, s.ref[own], e.ref[own])
+
+
+class WaiterPinsUnpublishedSpec(FlightSpec):
+    """A request waiting via another prompt's flight pins every page the two prompts share when the
+    flight is released, whether or not its leader got that far (a lost leader did not): it holds
+    references on pages that are not cached."""
+
+    variant_name = "waiter-pins-unpublished"
+
+    def waiter_pins(self, s: View, f: int, j: int, pins: Any) -> Any:
+        return self.num_shared(j, f)
 
 
 @dataclass(frozen=True)
@@ -262,6 +311,15 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
             "Admission forgets the running requests' reservations.", "mixed3-pool"),
     Variant("evict-referenced", EvictReferencedSpec, "in_use_never_evicted",
             "Eviction takes referenced pages too.", "burst2-evict"),
+    Variant("via-unshared", ViaUnsharedSpec, "waits_for_shared_pages",
+            "Prefix coordination waits on any other prompt's open flight, however few pages they share.",
+            "doc2", (("min_shared_pages", 2),)),
+    Variant("sibling-under-parent-key", SiblingUnderParentKeySpec, "visible_after_compute",
+            "A child prompt's own page is published under its parent's key: a sibling's KV becomes visible.",
+            "doc2"),
+    Variant("waiter-pins-unpublished", WaiterPinsUnpublishedSpec, "in_use_never_evicted",
+            "A request waiting via a lost leader's flight pins shared pages the leader never published.",
+            "doc3-abort"),
 )}
 
 

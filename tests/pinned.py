@@ -13,4 +13,7 @@ MUTANTS = {
     "expire-forgets": ("termination_validated", 10),
     "admit-ignores-reservations": ("admission_has_room", 4),
     "evict-referenced": ("in_use_never_evicted", 5),
+    "via-unshared": ("waits_for_shared_pages", 2),
+    "sibling-under-parent-key": ("visible_after_compute", 6),
+    "waiter-pins-unpublished": ("in_use_never_evicted", 4),
 }

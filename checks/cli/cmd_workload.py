@@ -1,7 +1,8 @@
 """``flightcheck workload``: is single-flight worth building for this traffic?
 
 Replays request traces through the workload opportunity model (:mod:`flightcheck.checks.workload.model`)
-for one configuration, a few, or the full 420-configuration sweep, and prints a table; with ``--out`` it
+for one configuration, a few, or the full 420-configuration sweep, and prints a table (the removable
+attempts split into exact-input and partial-prefix ones, each with its fraction of cold attempts); with ``--out`` it
 writes CSV/JSON rows, PNG plots and a SHA-256 manifest. A TRACE is a file path, or the name of a Mooncake
 trace (``conversation``, ``synthetic``) shipped with flightcheck (``data/traces/``; set
 ``FLIGHTCHECK_SHARED`` to read ``$FLIGHTCHECK_SHARED/traces`` instead). ``--from-events`` converts an engine event log to the trace schema first.
@@ -65,20 +66,26 @@ def _config_label(row: dict, with_trace: bool) -> str:
     return f"{row['trace']} {label}" if with_trace else label
 
 
+def _share(row: dict, part: str) -> str:
+    """A part of the removable attempts as ``count (fraction of cold attempts)``."""
+    return f"{_fmt(row[f'num_{part}_removable'])} ({_fmt(row[f'{part}_ratio'], 3)})"
+
+
 def _config_table(rows: list[dict], title: str, first_column: str):
     """One row per summary (or instance) row; ``first_column`` is ``config``, ``phase`` or ``instance``."""
     from rich.table import Table
 
     with_trace = len({r["trace"] for r in rows}) > 1
     table = Table(title=title)
-    headers = [first_column, "hits", "cold", "cohorts", "dup", "remov.", "redund.", "fan-in m/p99/max", "share", "avoid./s"]
+    headers = [first_column, "hits", "cold", "cohorts", "dup", "remov.", "redund.", "exact input", "partial prefix",
+               "fan-in m/p99/max", "share", "avoid./s"]
     for header in headers:
         table.add_column(header, justify="left" if header == first_column else "right")
     for row in rows:
         first = {"config": _config_label(row, with_trace), "phase": row["phase"]}.get(first_column, str(row.get("instance_id")))
         table.add_row(first, _fmt(row["num_hits"]), _fmt(row["num_cold_attempts"]), _fmt(row["num_cohorts"]),
                       _fmt(row["num_duplicate_cohorts"]), _fmt(row["num_removable_attempts"]),
-                      _fmt(row["redundancy_ratio"], 3),
+                      _fmt(row["redundancy_ratio"], 3), _share(row, "exact_input"), _share(row, "partial_prefix"),
                       "/".join(_fmt(row[k]) for k in ("fan_in_median", "fan_in_p99", "fan_in_max")),
                       _fmt(row.get("request_share", row.get("max_share")), 3), _fmt(row["avoidable_cost_per_s"], 3))
     return table
@@ -88,7 +95,8 @@ def _pivot_table(rows: list[dict]):
     from rich.table import Table
 
     table = Table(title="Highest redundancy per trace and W_eff (phase all) over the swept configurations")
-    for header in ("trace", "W_eff ms", "max redundancy", "at N / capacity / routing / lookup", "max fan-in", "configs"):
+    for header in ("trace", "W_eff ms", "max redundancy", "exact / partial there", "at N / capacity / routing / lookup",
+                   "max fan-in", "configs"):
         table.add_column(header, justify="left" if header in ("trace", "at N / capacity / routing / lookup") else "right")
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
@@ -97,7 +105,8 @@ def _pivot_table(rows: list[dict]):
     for (trace, w), group in groups.items():
         best = max(group, key=lambda r: r["redundancy_ratio"] or 0.0)
         where = f"{best['num_instances']} / {best['capacity_blocks']:,} / {best['routing']} / {best['lookup']}"
-        table.add_row(trace, _fmt(w), _fmt(best["redundancy_ratio"]), where,
+        split = f"{_fmt(best['exact_input_ratio'], 3)} / {_fmt(best['partial_prefix_ratio'], 3)}"
+        table.add_row(trace, _fmt(w), _fmt(best["redundancy_ratio"]), split, where,
                       _fmt(max(r["fan_in_max"] or 0 for r in group)), str(len(group)))
     return table
 
@@ -202,7 +211,7 @@ def register(app: typer.Typer) -> None:
             json.dump({"summary": summary, "instances": per_instance}, sys.stdout)
             sys.stdout.write("\n")
             return
-        stdout = Console(width=None if sys.stdout.isatty() else 150)  # files and pipes get full rows
+        stdout = Console(width=None if sys.stdout.isatty() else 180)  # files and pipes get full rows
         shares: dict[tuple, float] = {}
         for row in per_instance:
             if row["phase"] == "all":

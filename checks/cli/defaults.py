@@ -13,7 +13,7 @@ For example::
     >>> pair_scenario("correct", "stranded-followers").name
     'burst2-abort'
     >>> equiv_depth("correct", "draining"), equiv_depth("correct", "forget-at-release")
-    (6, 10)
+    (6, 12)
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from flightcheck.spec.variants import VARIANTS
 
 # BMC depth for a distinguishing sequence: deep enough for every mutant's demo (check records each
 # length), shallower for two correct designs, whose equivalence the product induction then proves.
-MUTANT_EQUIV_DEPTH, CORRECT_EQUIV_DEPTH = 10, 6
+MUTANT_EQUIV_DEPTH, CORRECT_EQUIV_DEPTH = 12, 6
 PROVE_DEPTH = 6  # prove's BMC depth for a correct design (a mutant's is as deep as its shortest path)
 
 

@@ -235,8 +235,8 @@ def corpus_rows(ctx: Context) -> list[Row]:
     if not entries:
         return [Row("conform", "corpus", False, "no corpus: build it with `flightcheck corpus --build`")]
     if ctx.quick:  # each scenario under its own policy only
-        defaults = {n: {"release": s.policy.release, "publication": s.policy.publication, "leader_loss": s.policy.leader_loss}
-                    for n, s in SCENARIOS.items()}
+        from flightcheck.checks.conform.corpus import policy_key
+        defaults = {n: policy_key(s) for n, s in SCENARIOS.items()}
         entries = [e for e in entries if defaults.get(e.scenario) == e.policy]
     chunks = [[e.to_json() for e in entries[k::ctx.jobs]] for k in range(ctx.jobs)]
     results = [r for part in _parallel(_replay_entries, [(c, ctx.model) for c in chunks if c], ctx.jobs) for r in part]

@@ -3,7 +3,8 @@
 The abstraction reads the engine's own structures, never its event log: each request's phase, hit
 pages, computed units, the cached pages it references from the front of its prompt (hits and published
 pages while it runs, pins while it waits, what a terminated flight leader still keeps), decode count and
-whether its wait expired; the coordinator's flights (named after their current leader), index and
+whether its wait expired, the flight whose shared pages it waits for (prefix coordination); the
+coordinator's flights (named after their current leader), index and
 released set; the prefix cache's pages (by chained key) with their reference counts, and with the
 :class:`~flightcheck.checks.conform.witness.KVWitness` whether their KV was really written. Everything
 the engine holds that this layout has no slot for is checked by :mod:`flightcheck.checks.conform.books`.
@@ -92,6 +93,14 @@ def abstract_state(engine: Any, tracker: Any, witness: KVWitness | None = None) 
             j = tracker.index_of.get(follower_id)
             if j is not None:
                 e.mem[j] = f + 1
+    for flight in coord.flights.values():
+        # Under prefix coordination: the flight (named after its current leader) whose shared pages this
+        # flight's leader waits for; a lost leader's wait stays until its flight is settled (same call).
+        via = coord.flights.get(getattr(flight, "via_flight_id", None))
+        i = tracker.index_of.get(flight.leader_request_id)
+        f = tracker.index_of.get(via.leader_request_id) if via is not None else None
+        if i is not None and f is not None:
+            e.via[i] = f + 1
     for tokens, flight_id in coord.index.items():
         c = tracker.class_of_tokens.get(tuple(tokens))
         flight = coord.flights.get(flight_id)

@@ -103,7 +103,14 @@ def _requests(sched: Any, name) -> list[str]:
             if r.block_table or r.num_pages_reserved:
                 out.append(f"{name(rid)} is blocked but holds pages {r.block_table} or reserves {r.num_pages_reserved}")
             lists = [fid for fid, fl in coord.flights.items() if rid in fl.follower_request_ids]
-            if lists != [r.flight_id]:
+            own = coord.flights.get(r.flight_id)
+            via = getattr(own, "via_flight_id", None) if own is not None and own.leader_request_id == rid else None
+            if via is not None:  # a leader waiting via another prompt's flight (prefix coordination)
+                waiting = [fid for fid, fl in coord.flights.items() if rid in getattr(fl, "via_request_ids", ())]
+                if lists or waiting != [via]:
+                    out.append(f"{name(rid)} waits via flight {via} but is listed by flights {lists} as a follower "
+                               f"and by {waiting} as waiting via them")
+            elif lists != [r.flight_id]:
                 out.append(f"{name(rid)} is blocked on flight {r.flight_id} but listed by flights {lists}")
         elif r.phase is Phase.WAITING and r.num_pages_reserved:
             out.append(f"{name(rid)} is waiting but reserves {r.num_pages_reserved} pages")
@@ -137,6 +144,32 @@ def _coordinator(sched: Any, name) -> list[str]:
     for fid in coord.index.values():
         if fid not in coord.flights:
             out.append(f"the index names flight {fid}, which is not open")
+    out += _via_books(coord, name)
+    return out
+
+
+def _via_books(coord: Any, name) -> list[str]:
+    """Prefix coordination's structures agree: a flight's waiting leaders wait via it, a wait names an
+    open flight, and the page-key index lists exactly the open flights under each of their keys."""
+    out = []
+    for fid, fl in coord.flights.items():
+        via = getattr(fl, "via_flight_id", None)
+        if via is not None and (via not in coord.flights
+                                or fl.leader_request_id not in coord.flights[via].via_request_ids):
+            out.append(f"flight {fid}'s leader {name(fl.leader_request_id)} waits via flight {via}, which does not "
+                       "list it")
+        for rid in getattr(fl, "via_request_ids", ()):
+            own = next((g for g in coord.flights.values() if g.leader_request_id == rid), None)
+            if own is None or own.via_flight_id != fid:
+                out.append(f"flight {fid} lists {name(rid)} as waiting via it, but {name(rid)} leads no flight that does")
+    by_key = getattr(coord, "by_page_key", None)
+    if by_key is not None:
+        want: dict = {}
+        for fid, fl in coord.flights.items():
+            for key in fl.page_keys:
+                want.setdefault(key, set()).add(fid)
+        if {k: set(v) for k, v in by_key.items() if v} != want:
+            out.append("the page-key index of open flights does not list exactly the open flights' pages")
     return out
 
 

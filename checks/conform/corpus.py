@@ -171,16 +171,19 @@ def load(path: Path = CORPUS_PATH) -> list[CorpusEntry]:
     return [CorpusEntry.from_json(e) for e in json.loads(path.read_text())["entries"]]
 
 
-def _policy_of(scn: Any) -> dict[str, Any]:
+def policy_key(scn: Any) -> dict[str, Any]:
+    """The policy knobs an entry is recorded under: those its scenario's grid varies (coordination too,
+    on a prompt tree, whose grid runs every coordination)."""
     p = scn.policy
-    return {"release": p.release, "publication": p.publication, "leader_loss": p.leader_loss}
+    knobs = {"release": p.release, "publication": p.publication, "leader_loss": p.leader_loss}
+    return {"coordination": p.coordination, **knobs} if scn.prefixes else knobs
 
 
 def grid() -> list[tuple[str, dict[str, Any]]]:
     """Every default scenario under every policy of its grid: what the corpus covers."""
     from flightcheck.spec.scenario import SCENARIOS, policy_grid
 
-    return [(name, _policy_of(s)) for name, scn in SCENARIOS.items() for s in policy_grid(scn)]
+    return [(name, policy_key(s)) for name, scn in SCENARIOS.items() for s in policy_grid(scn)]
 
 
 def _build_one(args: tuple) -> CorpusEntry:

@@ -2,7 +2,7 @@
 
 The engine keeps counters of its reuse and coordination (lookups, hits, recovered tokens, pages
 published, deduplicated, evicted and allocated, flights opened, followers released, pins, promotions,
-expiries, failures, prompt and decode tokens). Each follows from the events the monitor checks, read
+expiries, failures, prompt and decode tokens, prefix coordination's waits and released waiters). Each follows from the events the monitor checks, read
 against the spec's states (a published page that was already cached is a deduplication, the pages a
 prefill or decode step allocates come from the spec's pool arithmetic), so :class:`ReferenceCounters`
 counts them again, event by event, and :meth:`ReferenceCounters.differences` names every counter the
@@ -26,7 +26,7 @@ from flightcheck.spec.state import BLOCKED
 COUNTED = ("num_prefix_lookups", "num_prefix_hits", "num_hit_pages", "num_recovered_tokens", "num_pages_published",
            "num_pages_deduplicated", "num_pages_evicted", "num_pages_allocated", "num_flights_opened",
            "num_followers_released", "num_pinned_pages", "num_promotions", "num_expiries", "num_failures",
-           "num_prefill_tokens", "num_decode_tokens")
+           "num_prefill_tokens", "num_decode_tokens", "num_via_waits", "num_waiters_released")
 
 
 class ReferenceCounters:
@@ -46,6 +46,7 @@ class ReferenceCounters:
         name, i = action.name, action.arg
         if name == "arrive":
             c["num_flights_opened"] += 1 if event.get("role") == "leader" else 0
+            c["num_via_waits"] += 1 if a.via[i] else 0
         elif name == "admit":
             if self.caching:
                 hits = event.get("hit_pages", 0)
@@ -58,8 +59,10 @@ class ReferenceCounters:
                 c["num_pages_deduplicated" if b.pg[k] != 0 else "num_pages_published"] += 1
         elif name == "release":
             released = [j for j in range(spec.num_requests) if j != i and b.mem[j] == i + 1 and b.ph[j] == BLOCKED]
+            waiters = [j for j in range(spec.num_requests) if j != i and b.via[j] == i + 1 and b.ph[j] == BLOCKED]
             c["num_followers_released"] += len(released)
-            c["num_pinned_pages"] += sum(a.pubd[j] for j in released)
+            c["num_waiters_released"] += len(waiters)
+            c["num_pinned_pages"] += sum(a.pubd[j] for j in released + waiters)
         elif name == "promote":
             c["num_promotions"] += 1
             c["num_pinned_pages"] += a.pubd[i]

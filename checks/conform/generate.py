@@ -1,9 +1,10 @@
 """Random conformance programs from a seed: the same seed gives the same programs, so the same verdict.
 
 :func:`random_program` draws a free program: a policy (coordination, release point, publication,
-leader-loss policy, prefix caching), capacity, prefill budget, a pool from tight (evictions, admission
-waiting for memory) to roomy, an optional follower wait bound, prompt classes of every shape (shorter
-than a page, whole pages, a tail), templates with their ``max_tokens``, and then client operations
+leader-loss policy, prefix caching, the least overlap prefix coordination waits for), capacity, prefill
+budget, a pool from tight (evictions, admission waiting for memory) to roomy, an optional follower wait
+bound, prompt classes of every shape (shorter than a page, whole pages, a tail, and prompts that start
+with another prompt's first pages: a shared document, a conversation's earlier turn), templates with their ``max_tokens``, and then client operations
 with a swarm of kinds switched off (so some runs are all aborts, others all holds). :func:`scenario_program`
 draws a program bound to a default scenario: its requests, its policy and pool, and only the client
 operations its options allow, so the run lands on the scenario's explored graph.
@@ -22,8 +23,7 @@ from __future__ import annotations
 import random
 
 from flightcheck.checks.conform.program import KINDS, Op, Program, Setup, Template
-from flightcheck.checks.conform.prompts import class_tokens, lifetime_pages, request_tokens
-from flightcheck.impl.pages import PAGE_SIZE
+from flightcheck.checks.conform.prompts import lifetime_pages, scenario_tokens, tree_shapes
 from flightcheck.spec.scenario import LEADER_LOSSES, PUBLICATIONS, RELEASES, SCENARIOS
 
 # How often each client operation is drawn (before the swarm switches some kinds off).
@@ -35,28 +35,24 @@ OPTIONAL = ("abort", "notify", "hold", "expire", "fault")
 def random_setup(rng: random.Random, *, fixed: dict | None = None) -> Setup:
     """A free engine setup; ``fixed`` pins any config field (e.g. ``{"release": "on-completion"}``)."""
     fixed = dict(fixed or {})
-    coordination = rng.choice(("single-flight", "single-flight", "none"))
-    caching = coordination == "single-flight" or rng.random() < 0.75
+    coordination = rng.choice(("single-flight", "prefix", "prefix", "none"))
+    caching = coordination != "none" or rng.random() < 0.75
     capacity = rng.randint(1, 3)
-    shapes = []
-    for c in range(rng.randint(1, 3)):
-        pages = rng.randint(0, 3)
-        tail = rng.choice((1, 9, 15)) if pages == 0 else rng.choice((0, 1, 9, 15))
-        shapes.append(PAGE_SIZE * pages + tail)
+    prompts = tree_shapes(rng.randint, rng.choice, rng.randint(1, 3))
     templates = []
     for t in range(rng.randint(1, 4)):
-        c = t % len(shapes)
-        tokens = tuple(class_tokens(c, shapes[c], 256))
+        c = t % len(prompts)
+        tokens = tuple(prompts[c])
         templates.append(Template(tokens, rng.randint(1, 4), f"P{c}:{len(tokens)}"))
     lifetime = max(lifetime_pages(len(t.tokens), t.max_tokens) for t in templates)
     config = {
         "coordination": coordination, "release": rng.choice(RELEASES), "publication": rng.choice(PUBLICATIONS),
         "leader_loss": rng.choice(LEADER_LOSSES), "prefix_caching": caching, "max_running": capacity,
         "prefill_chunk_pages": rng.choice((1, 2, 64)), "num_pages": rng.randint(lifetime, lifetime * capacity + 3),
-        "follower_wait_bound": rng.choice((None, None, None, 1, 3)),
+        "follower_wait_bound": rng.choice((None, None, None, 1, 3)), "min_shared_pages": rng.choice((1, 1, 2)),
     }
     config.update(fixed)
-    if config["coordination"] == "single-flight":
+    if config["coordination"] != "none":
         config["prefix_caching"] = True
     return Setup(config, tuple(templates))
 
@@ -106,12 +102,13 @@ def scenario_setup(rng: random.Random, name: str, policy: dict | None = None) ->
 
     scn = SCENARIOS[name].with_policy(**(policy or {}))
     templates = []
-    tails = {c: rng.choice((1, 5, 15)) for c in scn.classes}
+    exact = scenario_tokens(scn)
+    varied = scenario_tokens(scn, {c: rng.choice((1, 5, 15)) for c in scn.classes})
     for r in scn.requests:
         if scn.has_pool:
-            tokens, max_tokens = request_tokens(r, r.tail_tokens), r.num_decode + 1
+            tokens, max_tokens = exact[r.cls], r.num_decode + 1
         else:
-            tokens, max_tokens = request_tokens(r, tails[r.cls]), rng.randint(1, r.num_decode + 1)
+            tokens, max_tokens = varied[r.cls], rng.randint(1, r.num_decode + 1)
         templates.append(Template(tuple(tokens), max_tokens, f"P{scn.classes.index(r.cls)}:{len(tokens)}"))
     lifetimes = [lifetime_pages(len(t.tokens), t.max_tokens) for t in templates]
     roomy = sum(lifetimes) + sum(r.num_shareable for r in scn.requests) + 2
@@ -123,7 +120,7 @@ def scenario_setup(rng: random.Random, name: str, policy: dict | None = None) ->
         num_pages = roomy
     config = config_of(scn.policy, num_pages)
     fields = {k: getattr(config, k) for k in ("coordination", "release", "publication", "leader_loss", "prefix_caching",
-                                              "max_running", "prefill_chunk_pages", "num_pages")}
+                                              "max_running", "prefill_chunk_pages", "num_pages", "min_shared_pages")}
     return Setup(fields, tuple(templates), name, dict(policy or {}))
 
 

@@ -1,7 +1,8 @@
 """The Hypothesis state machine that drives the real engine in lockstep with the spec.
 
 Each run (one Hypothesis example) draws an engine setup (policy, leader-loss policy, prefix caching,
-capacity, prefill budget, pool size, wait bound, prompt classes of every shape and templates), then
+capacity, prefill budget, pool size, wait bound, prompt classes of every shape, prompts sharing a prefix, and
+templates), then
 rules that each draw one client operation of :mod:`flightcheck.checks.conform.program` and execute it
 on a :class:`~flightcheck.checks.conform.runner.ProgramRun` (the engine under its online monitor):
 
@@ -32,10 +33,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from flightcheck.checks.conform.diagnosis import ConformanceError
 from flightcheck.checks.conform.generate import OPTIONAL
 from flightcheck.checks.conform.program import KINDS, Setup, Template
-from flightcheck.checks.conform.prompts import class_tokens, lifetime_pages
+from flightcheck.checks.conform.prompts import lifetime_pages, tree_shapes
 from flightcheck.checks.conform.results import ConformFailure, ConformOptions, ConformResult
 from flightcheck.checks.conform.runner import ProgramRun
-from flightcheck.impl.pages import PAGE_SIZE
 from flightcheck.spec.scenario import LEADER_LOSSES, PUBLICATIONS, RELEASES
 
 MAX_ARRIVALS = 6
@@ -59,18 +59,15 @@ class EngineConformance(RuleBasedStateMachine):
         """Draw the setup and the swarm; build the engine and its monitor."""
         o = self.options
         d = data.draw
-        coordination = o.coordination or d(st.sampled_from(("single-flight", "single-flight", "none")), "coordination")
-        caching = coordination == "single-flight" or d(st.booleans(), "prefix caching off") is False
+        coordination = o.coordination or d(st.sampled_from(("single-flight", "prefix", "prefix", "none")), "coordination")
+        caching = coordination != "none" or d(st.booleans(), "prefix caching off") is False
         capacity = d(st.integers(1, 3), "capacity")
-        shapes = []
-        for c in range(d(st.integers(1, 3), "classes")):
-            pages = d(st.integers(0, 3), f"pages{c}")
-            tail = d(st.sampled_from((1, 9, 15) if pages == 0 else (0, 1, 9, 15)), f"tail{c}")
-            shapes.append(PAGE_SIZE * pages + tail)
+        prompts = tree_shapes(lambda a, b: d(st.integers(a, b)), lambda seq: d(st.sampled_from(seq)),
+                              d(st.integers(1, 3), "classes"))
         templates = []
         for t in range(d(st.integers(1, 4), "templates")):
-            c = t % len(shapes)
-            tokens = tuple(class_tokens(c, shapes[c], 256))
+            c = t % len(prompts)
+            tokens = tuple(prompts[c])
             templates.append(Template(tokens, d(st.integers(1, 4), f"max_tokens{t}"), f"P{c}:{len(tokens)}"))
         lifetime = max(lifetime_pages(len(t.tokens), t.max_tokens) for t in templates)
         config = {
@@ -82,6 +79,7 @@ class EngineConformance(RuleBasedStateMachine):
             "prefill_chunk_pages": d(st.sampled_from((1, 2, 64)), "chunk"),
             "num_pages": d(st.integers(lifetime, lifetime * capacity + 3), "num_pages"),
             "follower_wait_bound": d(st.sampled_from((None, 1, 3)), "wait bound"),
+            "min_shared_pages": d(st.sampled_from((1, 2)), "min shared pages"),
         }
         # Swarm testing: each run switches a random subset of the optional kinds off.
         self.enabled = tuple(k for k in OPTIONAL if not d(st.booleans(), f"swarm: {k} off"))

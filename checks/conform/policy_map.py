@@ -20,7 +20,7 @@ def policy_of(config: Any) -> Policy:
     """The spec policy matching an ``EngineConfig`` (capacity = max_running, chunk = prefill budget)."""
     return Policy(coordination=config.coordination, release=config.release, publication=config.publication,
                   capacity=config.max_running, chunk=config.prefill_chunk_pages, leader_loss=config.leader_loss,
-                  prefix_caching=config.prefix_caching)
+                  prefix_caching=config.prefix_caching, min_shared_pages=config.min_shared_pages)
 
 
 def config_of(policy: Policy, num_pages: int) -> Any:
@@ -29,4 +29,5 @@ def config_of(policy: Policy, num_pages: int) -> Any:
 
     return EngineConfig(coordination=policy.coordination, release=policy.release, publication=policy.publication,
                         max_running=policy.capacity, prefill_chunk_pages=policy.chunk, num_pages=num_pages,
-                        leader_loss=policy.leader_loss, prefix_caching=policy.prefix_caching)
+                        leader_loss=policy.leader_loss, prefix_caching=policy.prefix_caching,
+                        min_shared_pages=policy.min_shared_pages)

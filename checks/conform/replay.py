@@ -195,11 +195,10 @@ class _Driver:
     def __init__(self, scenario: Scenario, policy: Policy, spec_class: type, model: str) -> None:
         from flightcheck.checks.conform.engines import build_engine
         from flightcheck.checks.conform.policy_map import config_of
-        from flightcheck.checks.conform.prompts import lifetime_pages, request_tokens
+        from flightcheck.checks.conform.prompts import lifetime_pages, scenario_tokens
 
         self.scenario, self.policy = scenario, policy
-        self.tokens = {c: request_tokens(scenario.class_request(c), scenario.class_request(c).tail_tokens)
-                       for c in scenario.classes}
+        self.tokens = scenario_tokens(scenario)
         lifetimes = [lifetime_pages(len(self.tokens[r.cls]), r.num_decode + 1) for r in scenario.requests]
         num_pages = scenario.num_pages if scenario.has_pool else sum(lifetimes) + sum(r.num_shareable for r in scenario.requests) + 2
         self.engine = build_engine(model, config_of(policy, num_pages))

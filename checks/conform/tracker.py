@@ -2,7 +2,8 @@
 
 :class:`SpecTracker` turns engine request IDs into spec request indices (arrival order) and builds the
 :class:`~flightcheck.spec.scenario.Scenario` from the arrivals (class by input key, pages and tail from
-``num_tokens``, the decode bound from ``max_tokens``), growing the spec as requests arrive (or checking
+``num_tokens``, the decode bound from ``max_tokens``, the prompt tree from the shareable pages' chained
+keys: a new prompt's parent is the earlier one it shares the most pages with), growing the spec as requests arrive (or checking
 them against a fixed scenario, so that states land on that scenario's explored graph).
 
 For example::
@@ -53,6 +54,7 @@ class SpecTracker:
         self.class_tokens: dict[int, tuple[int, ...]] = {}
         self.class_keys: dict[int, dict[int, str]] = {}
         self.key_slot: dict[str, tuple[int, int]] = {}
+        self.prefixes: list[tuple[int, int, int]] = []  # the prompt tree grown from page keys
         self._tags: dict[int, list[int]] = {}
         self.last_action: Action | None = None
         self.next_index: int | None = None  # a fixed scenario's index for the next arrival (replay)
@@ -118,11 +120,16 @@ class SpecTracker:
                                                  f"tokens) does not match request r{i} of scenario {self.fixed.name}"))
         else:
             c = self.class_of_input.get(input_key, len(self.class_of_input))
+            if c == len(self.class_of_input) and page_keys:
+                parent = self._parent(page_keys)
+                if parent is not None:
+                    self.prefixes.append((c, *parent))
             try:
                 self.requests.append(Request(cls=c, num_pages=num_pages, has_tail=has_tail, num_decode=num_decode,
                                              tail_tokens=tail if has_tail else Request.tail_tokens))
                 old_spec, old_state = self.spec, self.state
-                scn = Scenario("trace", tuple(self.requests), policy=self.policy, **self.options)
+                scn = Scenario("trace", tuple(self.requests), policy=self.policy, prefixes=tuple(self.prefixes),
+                               **self.options)
             except ValueError as error:  # a shape no engine run should have (e.g. more pages than the pool)
                 raise ConformanceError(Diagnosis("payload", f"request {engine_id} ({num_tokens} tokens, {num_decode} "
                                                  f"decode steps) cannot arrive: {error}")) from None
@@ -137,6 +144,18 @@ class SpecTracker:
         if page_keys is not None:
             self.learn_keys(c, dict(enumerate(page_keys)))
         return i
+
+    def _parent(self, page_keys: list[str]) -> tuple[int, int] | None:
+        """A new prompt's place in the prompt tree: the earlier class whose shareable pages' chained keys
+        it shares the longest run of from the front (the first such class on a tie), and how many."""
+        best: tuple[int, int] | None = None
+        for d, keys in self.class_keys.items():
+            n = 0
+            while n < len(page_keys) and keys.get(n) == page_keys[n]:
+                n += 1
+            if n and (best is None or n > best[1]):
+                best = (d, n)
+        return best
 
     def observe_arrival(self, event: dict[str, Any], engine: Any) -> None:
         """Register an engine ``arrive`` event (tokens, keys, decode bound read from the engine) and apply it."""

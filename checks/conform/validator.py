@@ -181,15 +181,22 @@ class TraceValidator:
     def _check_arrive(self, event: dict, action: Action, before: State) -> None:
         s = self.spec.view(self.tracker.state)
         i = action.arg
-        role = "solo" if not self.tracker.policy.single_flight else ("follower" if s.ph[i] == BLOCKED else "leader")
+        follows = s.ph[i] == BLOCKED and s.mem[i] != i + 1
+        role = "solo" if not self.tracker.policy.single_flight else ("follower" if follows else "leader")
         flight = None if role == "solo" else self.tracker.flight_id(s.mem[i] - 1)
+        via = self.tracker.flight_id(s.via[i] - 1) if s.via[i] else None
         reasons = []
         if event.get("role") != role:
             reasons.append(f"the engine made it {event.get('role')}, the spec {role}")
         elif event.get("flight") != flight:
             reasons.append(f"the engine put it in flight {event.get('flight')}, the spec in {flight}")
+        elif event.get("via") != via:
+            reasons.append(f"the engine has it wait via flight {event.get('via')}, the spec via {via} (the open flight "
+                           "whose prompt shares the most pages with its own, at least min_shared_pages)")
         if reasons:
             props = ["one_flight_per_input"] if role != "solo" else []
+            if via is not None or event.get("via") is not None:
+                props.append("waits_for_shared_pages")
             self._fail("payload", f"{action}: the role differs", event, action, before, reasons, props)
 
     def _check_payload(self, event: dict, action: Action, before: State, after: State) -> None:
@@ -223,6 +230,9 @@ class TraceValidator:
             want = self._followers(b, i)
             if sorted(_ids(event.get("followers"))) != sorted(want):
                 r.append(f"released followers: engine {event.get('followers')}, spec {want}")
+            waiters = self._waiters(b, i)
+            if sorted(_ids(event.get("waiters") or [])) != sorted(waiters):
+                r.append(f"released waiters (via this flight): engine {event.get('waiters') or []}, spec {waiters}")
             reason = {FINISHED: "on-completion", ABORTED: "leader-aborted", FAILED: "leader-failed"}.get(
                 b.ph[i], "after-prefill")
             if event.get("reason") != reason:
@@ -239,8 +249,14 @@ class TraceValidator:
                 r.append(f"flight: engine {event.get('flight')}, spec {self.tracker.flight_id(old)}")
             if sorted(_ids(event.get("followers"))) != sorted(want):
                 r.append(f"followers still waiting: engine {event.get('followers')}, spec {want}")
+            via = self.tracker.flight_id(a.via[i] - 1) if a.via[i] else None
+            if event.get("via") != via:
+                r.append(f"the wait it takes over: engine via {event.get('via')}, spec via {via}")
         elif n == "expire":
-            f = b.mem[i] - 1
+            f = b.via[i] - 1 if b.via[i] else b.mem[i] - 1
+            if bool(event.get("via")) != bool(b.via[i]):
+                r.append(f"expired wait: engine {'via a flight' if event.get('via') else 'as a follower'}, spec "
+                         f"{'via a flight' if b.via[i] else 'as a follower'}")
             if event.get("leader") != self.tracker.engine_of.get(f) or event.get("flight") != self.tracker.flight_id(f):
                 r.append(f"flight and leader: engine {event.get('flight')}/{event.get('leader')}, spec "
                          f"{self.tracker.flight_id(f)}/{self.tracker.engine_of.get(f)}")
@@ -256,6 +272,11 @@ class TraceValidator:
             at_stake = violated(spec, after) + [p for p in _PAYLOAD_PROPERTIES.get(n, []) if p not in violated(spec, after)]
             self._fail("payload", f"{action}: the event's details differ from the spec", event, action, before, r,
                        at_stake)
+
+    def _waiters(self, s: Any, f: int) -> list[int]:
+        """Engine IDs of the requests blocked waiting via flight ``f`` (prefix coordination)."""
+        return [self.tracker.engine_of.get(j) for j in range(self.spec.num_requests)
+                if j != f and s.via[j] == f + 1 and s.ph[j] == BLOCKED]
 
     def _followers(self, s: Any, f: int) -> list[int]:
         """Engine IDs of the blocked followers of flight ``f`` in spec state view ``s``."""
@@ -309,7 +330,7 @@ _SLOT_PROPERTIES = {
     "pg": ["visible_after_compute", "in_use_never_evicted"], "mem": ["one_flight_per_input", "blocked_in_open_flight"],
     "fl": ["one_flight_per_input"], "idx": ["one_flight_per_input"], "rel": ["termination_validated", "known_once"],
     "ph": ["follower_waits_for_release", "no_deadlock"], "hit": ["single_prefill"], "done": ["single_prefill"],
-    "exp": ["expired_never_blocked"],
+    "exp": ["expired_never_blocked"], "via": ["waits_for_shared_pages", "blocked_in_open_flight", "single_prefill"],
 }
 # Which properties a disagreement in an event's details puts at stake, by action.
 _PAYLOAD_PROPERTIES = {

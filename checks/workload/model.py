@@ -4,7 +4,7 @@ Single-flight pays only when the same cold block is needed again *on the same in
 load completes. This module replays a trace (:mod:`flightcheck.checks.workload.trace`) against a fleet of
 instances, each with its own LRU prefix cache, and counts that window exactly.
 
-Semantics (pinned by ``tests/test_workload_*.py``):
+Semantics (pinned by ``tests/workload/test_workload_*.py``):
 
 - **Blocks.** A block is a ``(position, hash_id)`` pair of a request; equal ids at equal positions are
   the same block. :func:`prepare_trace` maps them to dense integers once.
@@ -33,6 +33,20 @@ Semantics (pinned by ``tests/test_workload_*.py``):
   it (1 + followers). *Duplicate cohorts* have fan-in >= 2. *Removable attempts* = cold attempts - cohorts
   (the followers single-flight would serve from one load); the *redundancy ratio* is removable / cold
   attempts. *Hits* are blocks served from the cache. Lookups = hits + cold attempts.
+- **Exact input or partial prefix.** A cohort's *opener* is the request whose cold miss opened it; its other
+  members are its *followers*, the removable attempts. A follower is an *exact-input* attempt when its
+  request has the same input as the opener's: the same full ``hash_ids`` sequence (same length, same id at
+  every position), which is what exact single-flight on identical inputs could coordinate. Every other
+  follower is a *partial-prefix* attempt: its request shares the block's prefix with the opener (equal
+  cumulative ids at a position mean an equal prefix up to there) but not the whole input, so only prefix
+  coordination (waiting on another prompt's flight for the shared part) could serve it. Hence exact-input
+  + partial-prefix = removable, per phase and per instance; each is also given as a fraction of cold
+  attempts (the two fractions sum to the redundancy ratio). The comparison is with the opener only, as the
+  cohort's one load is the opener's: two followers with equal inputs that differ from the opener's are
+  both partial-prefix. Input length is not compared: a Mooncake id covers a 512-token block, the last one
+  partial (``len(hash_ids) = ceil(input_length / 512)``), so two requests with the same ids whose lengths
+  differ beyond the last full block cannot be told apart in Mooncake and count as the same input. (In both
+  shipped traces every repeated ``hash_ids`` sequence also repeats its ``input_length``.)
 - **Phases.** The warm-up phase is the first ``warmup_fraction`` (default 10%) of the trace's time span:
   arrivals before ``first + fraction * (last - first)``; the steady phase is the rest (an arrival exactly
   at the cut is steady). Requests and hits belong to the phase of their request's arrival; a cohort, with
@@ -53,6 +67,17 @@ For example::
     >>> s = result.summary["all"]
     >>> (s.num_cohorts, s.num_removable_attempts, s.num_hits, s.fan_in_max)
     (1, 1, 1, 2)
+    >>> (s.num_exact_input_removable, s.num_partial_prefix_removable)
+    (1, 0)
+
+Two prompts that share only their first block, 5 ms apart: block 0 is removable, as a partial prefix::
+
+    >>> lines = ['{"timestamp": %d, "input_length": 1024, "output_length": 1, "hash_ids": [1, %d]}' % (t, t) for t in (0, 5)]
+    >>> s = simulate(prepare_trace(parse_trace_lines(lines)), ModelConfig(w_eff_ms=10, capacity_blocks=8)).summary["all"]
+    >>> (s.num_cold_attempts, s.num_removable_attempts, s.num_exact_input_removable, s.num_partial_prefix_removable)
+    (4, 1, 0, 1)
+    >>> s.partial_prefix_ratio
+    0.25
 """
 
 from __future__ import annotations
@@ -61,7 +86,11 @@ import bisect
 from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass
 
+from flightcheck.checks.workload.counts import EMPTY, PhaseCounts, counts_of
 from flightcheck.checks.workload.trace import Trace
+
+__all__ = ["EMPTY", "LOOKUPS", "PHASES", "ROUTINGS", "CohortRecord", "InstanceResult", "ModelConfig", "PhaseCounts",
+           "PreparedTrace", "RunResult", "prepare_trace", "route", "simulate"]
 
 ROUTINGS = ("rr", "affinity")
 LOOKUPS = ("contiguous", "independent")
@@ -113,6 +142,7 @@ class PreparedTrace:
     end_ms: float
     warmup_end_ms: float
     num_block_lookups: int
+    inputs: tuple[int, ...]  # per request, a dense id of its full hash_ids sequence (equal ids = same input)
 
     @property
     def num_requests(self) -> int:
@@ -121,20 +151,23 @@ class PreparedTrace:
 
 
 def prepare_trace(trace: Trace, warmup_fraction: float = 0.1) -> PreparedTrace:
-    """Sort a trace stably by time, map ``(position, hash_id)`` blocks to dense ints and fix the phase cut."""
+    """Sort a trace stably by time, map ``(position, hash_id)`` blocks and whole inputs to dense ints and fix
+    the phase cut."""
     if not 0.0 <= warmup_fraction < 1.0:
         raise ValueError(f"warmup_fraction must be in [0, 1), got {warmup_fraction!r}")
     order = sorted(range(trace.num_requests), key=lambda k: trace.requests[k].timestamp_ms)
     dense: dict[tuple[int, int], int] = {}
-    times, blocks, first = [], [], []
+    dense_inputs: dict[tuple[int, ...], int] = {}
+    times, blocks, first, inputs = [], [], [], []
     for k in order:
         r = trace.requests[k]
         times.append(r.timestamp_ms)
         blocks.append(tuple(dense.setdefault((p, h), len(dense)) for p, h in enumerate(r.hash_ids)))
         first.append(r.hash_ids[0] if r.hash_ids else None)
+        inputs.append(dense_inputs.setdefault(r.hash_ids, len(dense_inputs)))
     start, end = times[0], times[-1]
     return PreparedTrace(trace.name, tuple(times), tuple(blocks), tuple(first), start, end,
-                         start + warmup_fraction * (end - start), sum(map(len, blocks)))
+                         start + warmup_fraction * (end - start), sum(map(len, blocks)), tuple(inputs))
 
 
 def route(prepared: PreparedTrace, num_instances: int, routing: str) -> tuple[tuple[int, ...], ...]:
@@ -148,87 +181,18 @@ def route(prepared: PreparedTrace, num_instances: int, routing: str) -> tuple[tu
     return tuple(tuple(s) for s in shares)
 
 
-@dataclass(frozen=True, slots=True)
-class PhaseCounts:
-    """The counters of one phase (of one instance, or summed over instances); fan-in as a histogram."""
-
-    num_requests: int
-    num_hits: int
-    num_cold_attempts: int
-    num_cohorts: int
-    fan_in_histogram: tuple[tuple[int, int], ...]  # sorted (fan_in, number of cohorts)
-
-    @property
-    def num_block_lookups(self) -> int:
-        """Hits plus cold attempts."""
-        return self.num_hits + self.num_cold_attempts
-
-    @property
-    def num_duplicate_cohorts(self) -> int:
-        """Cohorts with fan-in of 2 or more."""
-        return sum(n for f, n in self.fan_in_histogram if f >= 2)
-
-    @property
-    def num_removable_attempts(self) -> int:
-        """Cold attempts single-flight would remove: cold attempts minus cohorts."""
-        return self.num_cold_attempts - self.num_cohorts
-
-    @property
-    def redundancy_ratio(self) -> float | None:
-        """Removable over cold attempts (None when there were no cold attempts)."""
-        return self.num_removable_attempts / self.num_cold_attempts if self.num_cold_attempts else None
-
-    def fan_in_percentile(self, p: float) -> int | None:
-        """Nearest-rank percentile of the cohorts' fan-in: the smallest f with at least ceil(p% of cohorts) <= f."""
-        if not self.num_cohorts:
-            return None
-        rank = max(1, -(-p * self.num_cohorts // 100))
-        seen = 0
-        for f, n in self.fan_in_histogram:
-            seen += n
-            if seen >= rank:
-                return f
-        raise AssertionError("histogram total differs from num_cohorts")
-
-    @property
-    def fan_in_median(self) -> int | None:
-        """Nearest-rank median fan-in (the lower median)."""
-        return self.fan_in_percentile(50)
-
-    @property
-    def fan_in_p99(self) -> int | None:
-        """Nearest-rank 99th-percentile fan-in."""
-        return self.fan_in_percentile(99)
-
-    @property
-    def fan_in_max(self) -> int | None:
-        """The largest fan-in."""
-        return self.fan_in_histogram[-1][0] if self.fan_in_histogram else None
-
-    def __add__(self, other: PhaseCounts) -> PhaseCounts:
-        merged = Counter(dict(self.fan_in_histogram))
-        merged.update(dict(other.fan_in_histogram))
-        return PhaseCounts(self.num_requests + other.num_requests, self.num_hits + other.num_hits,
-                           self.num_cold_attempts + other.num_cold_attempts, self.num_cohorts + other.num_cohorts,
-                           tuple(sorted(merged.items())))
-
-
-EMPTY = PhaseCounts(0, 0, 0, 0, ())
-
-
-def _counts(num_requests: int, num_hits: int, fans: list[int]) -> PhaseCounts:
-    return PhaseCounts(num_requests, num_hits, sum(fans), len(fans), tuple(sorted(Counter(fans).items())))
-
 
 @dataclass(frozen=True, slots=True)
 class CohortRecord:
-    """One cohort: where, which block (dense id), anchor time (ms), fan-in and phase."""
+    """One cohort: where, which block (dense id), anchor time (ms), fan-in, phase, and how many of its
+    followers have the opener's exact input (the other ``fan_in - 1 - exact_followers`` are partial-prefix)."""
 
     instance_id: int
     block: int
     anchor_ms: float
     fan_in: int
     phase: str
+    exact_followers: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,13 +229,17 @@ def _simulate_instance(prepared: PreparedTrace, indices: tuple[int, ...], config
                        record_cohorts: bool, instance_id: int) -> InstanceResult:
     """Replay one instance's requests; the hot loop of the model (plain dict, OrderedDict and deque)."""
     times, all_blocks, w, capacity = prepared.times, prepared.blocks, config.w_eff_ms, config.capacity_blocks
+    inputs = prepared.inputs  # per request, its input's dense id
     contiguous, insert_on_miss, cut = config.lookup == "contiguous", config.insert_on_miss, prepared.warmup_end_ms
     cache: OrderedDict[int, None] = OrderedDict()
     touch, evict = cache.move_to_end, cache.popitem
     in_flight: dict[int, int] = {}   # block -> its open cohort's index
     pending: deque[tuple[float, int]] = deque()  # (completion time, block), in completion order
     fans: list[int] = []
-    anchors: list[float] = []
+    # Per cohort its opener (a request index: its time is the anchor, its input decides exact followers), so
+    # opening a cohort costs no more than before the split; joins, which are rare, do the extra lookups.
+    openers: list[int] = []
+    exacts: Counter[int] = Counter()  # cohort -> followers with the opener's input (only cohorts that have some)
     cohort_blocks: list[int] = []
     hits = [0, 0]      # warm-up, steady
     requests = [0, 0]
@@ -311,10 +279,12 @@ def _simulate_instance(prepared: PreparedTrace, indices: tuple[int, ...], config
             c = in_flight.get(b)
             if c is not None:
                 fans[c] += 1
+                if inputs[openers[c]] == inputs[k]:
+                    exacts[c] += 1
                 continue
             in_flight_index = len(fans)
             fans.append(1)
-            anchors.append(t)
+            openers.append(k)
             cohort_blocks.append(b)
             if insert_on_miss:
                 # The same cache insertion as a load completion above, inlined on purpose: a shared
@@ -328,12 +298,15 @@ def _simulate_instance(prepared: PreparedTrace, indices: tuple[int, ...], config
             else:
                 in_flight[b] = in_flight_index
                 pending.append((t + w, b))
-    split = bisect.bisect_left(anchors, cut)
-    warm, steady = _counts(requests[0], hits[0], fans[:split]), _counts(requests[1], hits[1], fans[split:])
+    # Cohorts open in time order, so those anchored before the cut are the ones opened by a request before it.
+    split = bisect.bisect_left(openers, bisect.bisect_left(times, cut))
+    warm_exact = sum(n for c, n in exacts.items() if c < split)
+    warm = counts_of(requests[0], hits[0], fans[:split], warm_exact)
+    steady = counts_of(requests[1], hits[1], fans[split:], exacts.total() - warm_exact)
     cohorts: tuple[CohortRecord, ...] = ()
     if record_cohorts:
-        cohorts = tuple(CohortRecord(instance_id, b, a, f, "warmup" if i < split else "steady")
-                        for i, (b, a, f) in enumerate(zip(cohort_blocks, anchors, fans)))
+        cohorts = tuple(CohortRecord(instance_id, b, times[o], f, "warmup" if i < split else "steady", exacts[i])
+                        for i, (b, o, f) in enumerate(zip(cohort_blocks, openers, fans)))
     return InstanceResult(instance_id, {"all": warm + steady, "warmup": warm, "steady": steady}, cohorts)
 
 

@@ -7,7 +7,8 @@ routings and instance counts (one instance under either routing; affinity on a t
 share their first block) is replayed once. Tasks run in a pool of worker processes.
 
 Rows (:func:`summary_rows`, :func:`instance_rows`, :func:`cohort_rows`) are flat dicts; per phase they
-carry every counter, the fan-in median/p99/max (and, in JSON only, the whole fan-in histogram as
+carry every counter (the removable attempts also split into exact-input and partial-prefix ones, each with
+its fraction of cold attempts), the fan-in median/p99/max (and, in JSON only, the whole fan-in histogram as
 ``[fan_in, cohorts]`` pairs), the cold-load rate (cold attempts per second of the
 phase's arrival span) and the *avoidable cost rate* = cold-load rate x redundancy ratio x cost per load
 (= removable attempts per second x cost per load). :func:`write_outputs` writes ``summary.csv``,
@@ -43,10 +44,11 @@ CAPACITIES_BLOCKS = (1_000, 10_000, 100_000)
 CONFIG_FIELDS = ("trace", "w_eff_ms", "num_instances", "capacity_blocks", "routing", "lookup", "insert_on_miss")
 COUNT_FIELDS = ("phase", "duration_s", "num_requests", "num_block_lookups", "num_hits", "num_cold_attempts",
                 "num_cohorts", "num_duplicate_cohorts", "num_removable_attempts", "redundancy_ratio",
+                "num_exact_input_removable", "exact_input_ratio", "num_partial_prefix_removable", "partial_prefix_ratio",
                 "fan_in_median", "fan_in_p99", "fan_in_max", "cold_load_rate_per_s", "avoidable_cost_per_s")
 SUMMARY_FIELDS = CONFIG_FIELDS + COUNT_FIELDS
 INSTANCE_FIELDS = CONFIG_FIELDS + ("instance_id", "request_share") + COUNT_FIELDS
-COHORT_FIELDS = CONFIG_FIELDS + ("instance_id", "block", "anchor_ms", "fan_in", "phase")
+COHORT_FIELDS = CONFIG_FIELDS + ("instance_id", "block", "anchor_ms", "fan_in", "exact_followers", "phase")
 
 
 def sweep_configs(w_eff_ms: Sequence[float] = W_EFF_MS, instance_counts: Sequence[int] = INSTANCE_COUNTS,
@@ -123,6 +125,9 @@ def _count_row(phase: str, counts: PhaseCounts, duration_s: float, cost_per_load
             "num_cold_attempts": counts.num_cold_attempts, "num_cohorts": counts.num_cohorts,
             "num_duplicate_cohorts": counts.num_duplicate_cohorts,
             "num_removable_attempts": counts.num_removable_attempts, "redundancy_ratio": ratio,
+            "num_exact_input_removable": counts.num_exact_input_removable, "exact_input_ratio": counts.exact_input_ratio,
+            "num_partial_prefix_removable": counts.num_partial_prefix_removable,
+            "partial_prefix_ratio": counts.partial_prefix_ratio,
             "fan_in_median": counts.fan_in_median, "fan_in_p99": counts.fan_in_p99, "fan_in_max": counts.fan_in_max,
             "cold_load_rate_per_s": rate,
             "avoidable_cost_per_s": None if rate is None or ratio is None else rate * ratio * cost_per_load,
@@ -149,7 +154,7 @@ def cohort_rows(results: Iterable[RunResult]) -> Iterable[dict]:
         for i in r.instances:
             for c in i.cohorts:
                 yield base | {"instance_id": c.instance_id, "block": c.block, "anchor_ms": c.anchor_ms,
-                              "fan_in": c.fan_in, "phase": c.phase}
+                              "fan_in": c.fan_in, "exact_followers": c.exact_followers, "phase": c.phase}
 
 
 def _csv_text(rows: Iterable[dict], fields: Sequence[str]) -> str:

@@ -238,6 +238,16 @@ ALL_REDUCED = {
     "notail": (48, 50, 26, 24),
     "short": (344, 372, 195, 173),
     "nocache": (21, 21, 21, 21),
+    # Prompt trees: prefix, then exact single-flight, then no coordination (each over the release x
+    # publication grid, and both leader-loss policies where a leader can be lost).
+    "doc2": (108, 114, 56, 46, 294, 264, 190, 88, 160, 72, 160, 72),
+    "doc3": (431, 452, 165, 142, 892, 839, 512, 283, 658, 283, 658, 283),
+    "doc3-abort": (2099, 2064, 1319, 669, 1829, 1895, 959, 571, 3257, 3178, 2283, 961, 3064, 3045, 1940, 875,
+                   1809, 764, 1809, 764),
+    "doc3-evict": (693, 729, 319, 271, 1357, 1337, 821, 507, 1013, 572, 1013, 572),
+    "doc3-pool": (221, 214, 175, 142, 194, 187, 162, 129, 135, 102, 135, 102),
+    "doc3-expire": (7362, 5574, 4592, 1822, 2857, 2071, 1843, 746, 658, 283, 658, 283),
+    "chat2": (395, 404, 145, 132, 726, 728, 386, 246, 536, 253, 536, 253),
 }
 
 
@@ -249,5 +259,5 @@ def test_every_default_scenario_and_policy_has_its_pinned_count_and_passes():
         for scn, n in zip(grid, counts):
             r = explore(FlightSpec(scn))
             p = scn.policy
-            assert (name, p.release, p.publication, p.leader_loss, r.stats.states, r.ok) == \
-                (name, p.release, p.publication, p.leader_loss, n, True)
+            assert (name, p.coordination, p.release, p.publication, p.leader_loss, r.stats.states, r.ok) == \
+                (name, p.coordination, p.release, p.publication, p.leader_loss, n, True)

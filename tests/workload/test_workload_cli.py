@@ -42,6 +42,11 @@ def test_one_configuration_prints_phases_and_instances(app):
                         ModelConfig(w_eff_ms=10_000, capacity_blocks=10_000, num_instances=2)).summary["all"]
     assert f"{expected.num_cold_attempts:,}" in result.stdout
     assert "warmup" in result.stdout and "steady" in result.stdout and "per instance" in result.stdout
+    assert "exact input" in result.stdout and "partial prefix" in result.stdout
+    # Every line of the table is whole (no wrapped rows), and the split of removable attempts is on the "all" row.
+    (line,) = [row for row in result.stdout.splitlines() if row.startswith("│ all ")]
+    assert f"{expected.num_exact_input_removable:,} ({expected.exact_input_ratio:.3g})" in line
+    assert f"{expected.num_partial_prefix_removable:,} ({expected.partial_prefix_ratio:.3g})" in line
 
 
 def test_json_rows_match_the_model(app, tmp_path):
@@ -57,6 +62,10 @@ def test_json_rows_match_the_model(app, tmp_path):
         counts = simulate(prepared, config).summary[row["phase"]]
         assert (row["num_cohorts"], row["num_removable_attempts"], row["fan_in_max"]) == (
             counts.num_cohorts, counts.num_removable_attempts, counts.fan_in_max)
+        assert (row["num_exact_input_removable"], row["num_partial_prefix_removable"], row["exact_input_ratio"],
+                row["partial_prefix_ratio"]) == (counts.num_exact_input_removable, counts.num_partial_prefix_removable,
+                                                 counts.exact_input_ratio, counts.partial_prefix_ratio)
+        assert row["num_exact_input_removable"] + row["num_partial_prefix_removable"] == row["num_removable_attempts"]
 
 
 def test_sweep_writes_rows_plots_and_manifest(app, tmp_path):
@@ -64,6 +73,7 @@ def test_sweep_writes_rows_plots_and_manifest(app, tmp_path):
     result = invoke(app, "synthetic", "--sweep", "--w-eff", 100, "--w-eff", 1_000, "--capacity", 1_000, "--out", out)
     assert result.exit_code == 0, result.output
     assert "Highest redundancy" in result.stdout          # 2 x 5 x 1 x 2 x 2 = 40 configurations
+    assert "exact / partial there" in result.stdout
     written = sorted(p.name for p in out.iterdir())
     assert written == ["SHA256SUMS", "fan_in_vs_w_eff.png", "instances.csv", "manifest.json",
                        "redundancy_vs_w_eff.png", "results.json", "summary.csv"]
@@ -81,6 +91,8 @@ def test_event_logs_convert_and_run(app, tmp_path):
     (row,) = [r for r in json.loads(result.stdout)["summary"] if r["phase"] == "all"]
     # Requests 1 and 2 share all three 16-token blocks and arrive 2 ms apart: three cohorts of fan-in 2.
     assert (row["trace"], row["num_cold_attempts"], row["num_cohorts"], row["fan_in_max"]) == ("run.events", 7, 4, 2)
+    # One input key, so the same ids: all three followers are exact-input.
+    assert (row["num_exact_input_removable"], row["num_partial_prefix_removable"]) == (3, 0)
     assert load_trace(converted).num_requests == 3
 
 

@@ -270,8 +270,9 @@ def test_a_cached_block_being_reloaded_behind_a_miss_is_still_a_hit_for_others()
 def test_the_docstring_examples_run():
     import doctest
 
-    from flightcheck.checks.workload import model as workload_model, sweep as workload_sweep, trace as workload_trace
+    from flightcheck.checks.workload import (counts as workload_counts, model as workload_model,
+                                             sweep as workload_sweep, trace as workload_trace)
 
-    for module in (workload_model, workload_sweep, workload_trace):
+    for module in (workload_counts, workload_model, workload_sweep, workload_trace):
         failed, attempted = doctest.testmod(module)
         assert failed == 0 and attempted >= 1, module.__name__

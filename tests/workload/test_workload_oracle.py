@@ -3,7 +3,8 @@
 The oracle shares no code with the model: it keeps one global event queue (completions before arrivals
 at equal times), explicit cohort objects with member lists, a cache as a plain list in LRU order, and
 finds an open cohort by scanning all cohorts. Hypothesis compares every per-instance, per-phase counter,
-fan-in histogram and cohort record on random small traces.
+fan-in histogram and cohort record on random small traces, including how many of each cohort's members have
+the first member's exact hash_ids (the exact-input followers).
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ def oracle(requests, w, num_instances, capacity, routing, lookup, insert_on_miss
     for c in cohorts:
         phase = "warmup" if c["anchor"] < cut else "steady"
         c["phase"] = phase
+        opener, *followers = c["members"]
+        c["exact"] = sum(1 for k in followers if requests[k][1] == requests[opener][1])
     return stats, cohorts
 
 
@@ -118,8 +121,11 @@ def test_model_equals_the_brute_force_oracle(requests, w, n, capacity, routing, 
             assert got.num_cohorts == len(mine)
             assert got.num_cold_attempts == sum(len(c["members"]) for c in mine)
             assert dict(got.fan_in_histogram) == dict(Counter(len(c["members"]) for c in mine))
-        records = sorted((c.anchor_ms, c.fan_in, c.phase) for c in instance.cohorts)
-        expected = sorted((float(c["anchor"]), len(c["members"]), c["phase"]) for c in cohorts if c["instance"] == i)
+            assert got.num_exact_input_removable == sum(c["exact"] for c in mine)
+            assert got.num_partial_prefix_removable == sum(len(c["members"]) - 1 - c["exact"] for c in mine)
+        records = sorted((c.anchor_ms, c.fan_in, c.phase, c.exact_followers) for c in instance.cohorts)
+        expected = sorted((float(c["anchor"]), len(c["members"]), c["phase"], c["exact"])
+                          for c in cohorts if c["instance"] == i)
         assert records == expected
     if insert_on_miss:
         assert result.summary["all"].num_removable_attempts == 0

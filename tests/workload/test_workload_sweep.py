@@ -11,7 +11,7 @@ import pytest
 
 from flightcheck.checks.workload.model import ModelConfig, prepare_trace, simulate
 from flightcheck.checks.workload.plot import FAN_IN_PNG, REDUNDANCY_PNG, plot_summary
-from flightcheck.checks.workload.sweep import (instance_rows, run_sweep, summary_rows, sweep_configs,
+from flightcheck.checks.workload.sweep import (cohort_rows, instance_rows, run_sweep, summary_rows, sweep_configs,
                                                write_outputs)
 from flightcheck.checks.workload.trace import load_trace, parse_trace_lines, shared_trace_path
 
@@ -63,6 +63,21 @@ def test_rows_carry_the_avoidable_cost_rate():
     assert rows["warmup"]["avoidable_cost_per_s"] == pytest.approx(2 / 1.0 * 3.0)
     assert rows["steady"]["avoidable_cost_per_s"] == 0.0
     assert rows["all"]["fan_in_histogram"] == [[1, 2], [3, 1]]
+    # The three requests for block 1 have the same input: both followers are exact-input.
+    assert (rows["all"]["num_exact_input_removable"], rows["all"]["num_partial_prefix_removable"]) == (2, 0)
+    assert (rows["all"]["exact_input_ratio"], rows["all"]["partial_prefix_ratio"]) == (0.4, 0.0)
+    assert rows["steady"]["exact_input_ratio"] == 0.0
+
+
+def test_rows_split_removable_into_exact_input_and_partial_prefix():
+    lines = [json.dumps({"timestamp": t, "input_length": 1024, "output_length": 1, "hash_ids": ids})
+             for t, ids in ((0, [1, 2]), (1, [1, 3]), (2, [1, 2]), (3, [1, 3]))]
+    (result,) = run_sweep([prepare_trace(parse_trace_lines(lines, name="mix"))],
+                          [ModelConfig(w_eff_ms=10, capacity_blocks=8)], workers=1, record_cohorts=True)
+    row = next(r for r in summary_rows([result]) if r["phase"] == "all")
+    assert (row["num_removable_attempts"], row["num_exact_input_removable"], row["num_partial_prefix_removable"]) == (5, 3, 2)
+    assert (row["exact_input_ratio"], row["partial_prefix_ratio"], row["redundancy_ratio"]) == (3 / 8, 2 / 8, 5 / 8)
+    assert [(r["block"], r["fan_in"], r["exact_followers"]) for r in cohort_rows([result])] == [(0, 4, 1), (1, 2, 1), (2, 2, 1)]
 
 
 def test_output_files_reconcile_and_their_manifest_verifies(conversation, tmp_path):
@@ -81,8 +96,11 @@ def test_output_files_reconcile_and_their_manifest_verifies(conversation, tmp_pa
     assert len(instances) == 2 * (1 + 4 + 1 + 4) * 3
     for row in summary:
         mine = [i for i in instances if all(i[k] == row[k] for k in ("trace", "num_instances", "routing", "phase"))]
-        for field in ("num_requests", "num_hits", "num_cold_attempts", "num_cohorts", "num_removable_attempts"):
+        for field in ("num_requests", "num_hits", "num_cold_attempts", "num_cohorts", "num_removable_attempts",
+                      "num_exact_input_removable", "num_partial_prefix_removable"):
             assert int(row[field]) == sum(int(i[field]) for i in mine)
+        assert int(row["num_exact_input_removable"]) + int(row["num_partial_prefix_removable"]) == int(
+            row["num_removable_attempts"])
         assert sum(float(i["request_share"]) for i in mine) == pytest.approx(1.0)
     document = json.loads((tmp_path / "results.json").read_text())
     assert document["meta"] == {"run": "test", "cost_per_load": 2.0}
@@ -101,6 +119,7 @@ def test_cohort_rows_are_compressed_and_complete(tmp_path):
         rows = list(csv.DictReader(handle))
     assert len(rows) == sum(r.summary["all"].num_cohorts for r in results)
     assert sum(int(r["fan_in"]) for r in rows) == sum(r.summary["all"].num_cold_attempts for r in results)
+    assert sum(int(r["exact_followers"]) for r in rows) == sum(r.summary["all"].num_exact_input_removable for r in results)
     first = (tmp_path / "SHA256SUMS").read_text()
     write_outputs(tmp_path, results)
     assert (tmp_path / "SHA256SUMS").read_text() == first      # gzip carries no timestamp
@@ -112,10 +131,13 @@ def test_plots_are_written_as_pngs(conversation, tmp_path):
     assert plot_summary(rows, tmp_path) == [REDUNDANCY_PNG, FAN_IN_PNG]
     import matplotlib.image
 
+    heights = {}
     for name in (REDUNDANCY_PNG, FAN_IN_PNG):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-        height, width, _ = matplotlib.image.imread(tmp_path / name).shape
+        heights[name], width, _ = matplotlib.image.imread(tmp_path / name).shape
         assert width == 1000                                   # two (routing, lookup) columns x 5 in x 100 dpi
+    # Per trace: redundancy, exact-input and partial-prefix rows; fan-in p99 and max rows (3.6 in each).
+    assert heights == {REDUNDANCY_PNG: 2 * 3 * 360, FAN_IN_PNG: 2 * 2 * 360}
     with pytest.raises(ValueError, match="no summary rows"):
         plot_summary([r for r in rows if r["phase"] != "all"], tmp_path)
 
