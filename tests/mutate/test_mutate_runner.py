@@ -37,9 +37,13 @@ def _hand_made(source: str) -> Mutant:
 
 
 def test_the_hook_serves_the_mutated_source_and_only_it(test_stages):
+    from flightcheck.impl.coordinator import COORDINATIONS
+
     source = Path(COORDINATOR.path).read_text()
-    mutant = _hand_made(source.replace('COORDINATIONS = ("none", "single-flight")',
-                                       'COORDINATIONS = ("none", "single-flight", "served")'))
+    line = f"COORDINATIONS = {COORDINATIONS!r}".replace("'", '"')
+    assert line in source
+    served = (*COORDINATIONS, "served")
+    mutant = _hand_made(source.replace(line, f"COORDINATIONS = {served!r}"))
     opts = RunOptions(stages=("mutate_stages:coordinations_stage",), jobs=1)
     outcome = run_mutant(mutant, COORDINATOR.path, opts, timeout=60)
     assert outcome.status == "survived" and outcome.imported is True
@@ -48,7 +52,7 @@ def test_the_hook_serves_the_mutated_source_and_only_it(test_stages):
            "stages": list(opts.stages), "quick": False}
     run = run_worker(job, timeout=60)
     row = run.rows[0]
-    assert row["detail"] == "('none', 'single-flight', 'served')"
+    assert row["detail"] == repr(served)
     assert row["evidence"] == {"file": COORDINATOR.path, "loader": "MutantFinder"}
     assert run.result["served_mutant"] is True
 
@@ -91,9 +95,9 @@ def test_a_survivor_is_reported_with_its_diff():
 
 def test_a_mutant_that_loops_forever_is_killed_by_the_timeout():
     source = Path(COORDINATOR.path).read_text()
-    anchor = '        """Decides the role of a new request and records it."""\n'
-    assert anchor in source
-    mutant = _hand_made(source.replace(anchor, anchor + "        while True:\n            pass\n"))
+    anchor = '        assert not self.is_known(request_id), f"request {request_id} arrived twice"\n'
+    assert source.count(anchor) == 1  # the first statement of Coordinator.arrive
+    mutant = _hand_made(source.replace(anchor, "        while True:\n            pass\n" + anchor))
     outcome = run_mutant(mutant, COORDINATOR.path, QUICK, timeout=10)
     assert outcome.status == "timeout" and outcome.is_killed
     assert "still running after 10 s" in outcome.reason
