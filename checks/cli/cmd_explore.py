@@ -93,9 +93,11 @@ def register(app: typer.Typer) -> None:
         decode: int = typer.Option(1, help="Decode steps per request (with --requests)."),
         release: Optional[str] = typer.Option(None, help="after-prefill | on-completion"),
         publication: Optional[str] = typer.Option(None, help="incremental | on-completion"),
-        coordination: Optional[str] = typer.Option(None, help="single-flight | none"),
+        coordination: Optional[str] = typer.Option(None, help="single-flight | prefix | none"),
         capacity: Optional[int] = typer.Option(None, min=1, help="Running capacity."),
         chunk: Optional[int] = typer.Option(None, min=1, help="Prefill chunk in pages."),
+        min_shared_pages: Optional[int] = typer.Option(None, min=1, help="Prefix coordination: the least overlap, in "
+                                                      "shareable pages, a request waits via another prompt's flight for."),
         aborts: bool = typer.Option(False, "--aborts", help="Let the client cancel any live request."),
         notifications: bool = typer.Option(False, "--notifications", help="Send bogus termination notifications."),
         eviction: bool = typer.Option(False, "--eviction", help="Let unreferenced pages be evicted."),
@@ -132,8 +134,11 @@ def register(app: typer.Typer) -> None:
                                  eviction=eviction, pages=pages, decode=decode)
         changes = {k: val for k, val in (("release", release), ("publication", publication),
                                          ("coordination", coordination), ("capacity", capacity),
-                                         ("chunk", chunk)) if val is not None}
-        scn = scn.with_policy(**changes) if changes else scn
+                                         ("chunk", chunk), ("min_shared_pages", min_shared_pages)) if val is not None}
+        try:
+            scn = scn.with_policy(**changes) if changes else scn
+        except ValueError as error:  # e.g. coordination on a scenario whose prefix caching is off
+            raise usage_error(f"bad policy: {error}")
         spec = v.build(scn)
         if render is not None and render.suffix.lower() not in (".dot", ".svg", ".png", ".html"):
             raise usage_error(f"--render must end in .dot, .svg, .png or .html; got {render.name!r}")

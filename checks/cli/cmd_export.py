@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
         decode: int = typer.Option(1, help="Decode steps per request (with --requests)."),
         release: Optional[str] = typer.Option(None, help="after-prefill | on-completion"),
         publication: Optional[str] = typer.Option(None, help="incremental | on-completion"),
-        coordination: Optional[str] = typer.Option(None, help="single-flight | none"),
+        coordination: Optional[str] = typer.Option(None, help="single-flight | prefix | none"),
         capacity: Optional[int] = typer.Option(None, min=1, help="Running capacity."),
         chunk: Optional[int] = typer.Option(None, min=1, help="Prefill chunk in pages."),
         aborts: bool = typer.Option(False, "--aborts", help="Let the client cancel any live request."),

@@ -100,7 +100,7 @@ def register(app: typer.Typer) -> None:
         release: Optional[str] = typer.Option(None, help="after-prefill | on-completion (default: both; a mutant on "
                                               "its demo scenario: its demo policy's)."),
         publication: Optional[str] = typer.Option(None, help="incremental | on-completion (default: the scenario's)."),
-        coordination: Optional[str] = typer.Option(None, help="single-flight | none (default: the scenario's)."),
+        coordination: Optional[str] = typer.Option(None, help="single-flight | prefix | none (default: the scenario's)."),
         path_out: Optional[Path] = typer.Option(None, "--path-out",
                                                 help="Write the first violation's path for `flightcheck replay`."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
