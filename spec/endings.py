@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from flightcheck.spec import pool
-from flightcheck.spec.expr import Min, And, If, Not, Or, Sum
+from flightcheck.spec.expr import And, If, Min, Not, Or, Sum
 from flightcheck.spec.state import (
     ABORTED, BLOCKED, CLOSED, FAILED, FINISHED, OPEN, TERM_BOGUS_ACCEPTED, TERM_LEGIT_REJECTED, WAITING, Edit, View,
 )

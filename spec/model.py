@@ -11,7 +11,10 @@ The actions, in their fixed order (the engine's event log speaks the same names)
 
 - ``arrive(i)``: request ``i`` arrives; under single-flight it opens a flight for its input and leads
   it, or follows the open flight for that input (blocked, holding no pages); without coordination it is
-  solo and tracked in the released set so that its termination is validated like any other.
+  solo and tracked in the released set so that its termination is validated like any other. Under
+  prefix coordination a request that opens a flight first waits *via* another prompt's open flight
+  that shares at least ``min_shared_pages`` pages with its prompt (the most shared; the earliest
+  leader on a tie): blocked, until that flight's release pins it the shared pages.
 - ``admit(i)``: a waiting request is admitted while fewer than ``capacity`` requests run and (with a
   pool) everything it may need can be reserved, and looks up the prefix cache: a contiguous walk over
   its shareable pages; its pins become hits and every further hit takes a reference.
@@ -27,7 +30,8 @@ The actions, in their fixed order (the engine's event log speaks the same names)
   terminated: a finished leader's followers are released; a lost one's (aborted, failed) too under the
   ``release-all`` leader-loss policy, or when nobody is left to promote.
 - ``promote(j)``: under ``promote``, a lost leader's flight is handed to a waiting follower ``j``: the
-  flight is renamed after ``j``, which goes to admission with the old leader's pins; the others wait on.
+  flight is renamed after ``j``, which goes to admission with the old leader's pins (or, if the old
+  leader was waiting via another flight, takes over that wait); the others wait on.
 - ``decode(i)``, ``finish(i)``: a decode step (allocating a page when its position starts one);
   finishing (any time after the first token, as on EOS) publishes what remains, drops the request's
   references and terminates it in the coordinator. A flight leader keeps its references until its

@@ -11,7 +11,8 @@ release; it holds no pages), ``WAITING`` (queued for admission; a released follo
 the pages its leader held, its *pins*), ``PREFILL``, ``DECODE``, and the three ends: ``FINISHED``,
 ``ABORTED`` (a client cancel) and ``FAILED`` (its forward pass failed).
 
-Per request, ``pubd`` counts the shareable pages of its prompt it holds references on, from the front:
+Per request, ``via`` names (``f + 1``) the other prompt's flight whose shared pages a flight leader
+waits for under prefix coordination (0: none). Per request, ``pubd`` counts the shareable pages of its prompt it holds references on, from the front:
 its pins while it waits, its hits and the pages it published while it runs, and, for a flight leader
 that has just terminated, the pages it still holds until its flight is released or handed on.
 
