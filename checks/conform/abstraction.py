@@ -96,7 +96,7 @@ def abstract_state(engine: Any, tracker: Any, witness: KVWitness | None = None) 
     for flight in coord.flights.values():
         # Under prefix coordination: the flight (named after its current leader) whose shared pages this
         # flight's leader waits for; a lost leader's wait stays until its flight is settled (same call).
-        via = coord.flights.get(getattr(flight, "via_flight_id", None))
+        via = coord.flights.get(flight.via_flight_id) if flight.via_flight_id is not None else None
         i = tracker.index_of.get(flight.leader_request_id)
         f = tracker.index_of.get(via.leader_request_id) if via is not None else None
         if i is not None and f is not None:

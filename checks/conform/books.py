@@ -104,9 +104,9 @@ def _requests(sched: Any, name) -> list[str]:
                 out.append(f"{name(rid)} is blocked but holds pages {r.block_table} or reserves {r.num_pages_reserved}")
             lists = [fid for fid, fl in coord.flights.items() if rid in fl.follower_request_ids]
             own = coord.flights.get(r.flight_id)
-            via = getattr(own, "via_flight_id", None) if own is not None and own.leader_request_id == rid else None
+            via = own.via_flight_id if own is not None and own.leader_request_id == rid else None
             if via is not None:  # a leader waiting via another prompt's flight (prefix coordination)
-                waiting = [fid for fid, fl in coord.flights.items() if rid in getattr(fl, "via_request_ids", ())]
+                waiting = [fid for fid, fl in coord.flights.items() if rid in fl.via_request_ids]
                 if lists or waiting != [via]:
                     out.append(f"{name(rid)} waits via flight {via} but is listed by flights {lists} as a follower "
                                f"and by {waiting} as waiting via them")
@@ -153,23 +153,21 @@ def _via_books(coord: Any, name) -> list[str]:
     open flight, and the page-key index lists exactly the open flights under each of their keys."""
     out = []
     for fid, fl in coord.flights.items():
-        via = getattr(fl, "via_flight_id", None)
+        via = fl.via_flight_id
         if via is not None and (via not in coord.flights
                                 or fl.leader_request_id not in coord.flights[via].via_request_ids):
             out.append(f"flight {fid}'s leader {name(fl.leader_request_id)} waits via flight {via}, which does not "
                        "list it")
-        for rid in getattr(fl, "via_request_ids", ()):
+        for rid in fl.via_request_ids:
             own = next((g for g in coord.flights.values() if g.leader_request_id == rid), None)
             if own is None or own.via_flight_id != fid:
                 out.append(f"flight {fid} lists {name(rid)} as waiting via it, but {name(rid)} leads no flight that does")
-    by_key = getattr(coord, "by_page_key", None)
-    if by_key is not None:
-        want: dict = {}
-        for fid, fl in coord.flights.items():
-            for key in fl.page_keys:
-                want.setdefault(key, set()).add(fid)
-        if {k: set(v) for k, v in by_key.items() if v} != want:
-            out.append("the page-key index of open flights does not list exactly the open flights' pages")
+    want: dict = {}
+    for fid, fl in coord.flights.items():
+        for key in fl.page_keys:
+            want.setdefault(key, set()).add(fid)
+    if {k: set(v) for k, v in coord.by_page_key.items() if v} != want:
+        out.append("the page-key index of open flights does not list exactly the open flights' pages")
     return out
 
 
