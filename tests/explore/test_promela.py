@@ -94,3 +94,13 @@ def test_an_assertion_pan_prints_cut_at_1000_characters_still_names_its_property
     assert _assertion_name(long[:1000], texts, []) == "quiescent_clean"
     assert _assertion_name(long, texts, ["quiescent_clean"]) is None  # reported twice: an error
     assert _assertion_name("(x_0 == 7)", texts, []) is None
+
+
+@needs_spin
+def test_spin_counts_a_prompt_tree_under_prefix_coordination_as_the_explorer_does():
+    # The exported model carries the via slot and the tree's shared page slots like any other.
+    spec = FlightSpec(SCENARIOS["doc2"])
+    r = explore_batched(spec, symmetry=False)
+    run = spin_safety(spec, optimize="-O0")
+    assert run.states == r.stats.states + SPIN_START_STATES == 109
+    assert run.violated == [] and r.ok
