@@ -371,11 +371,14 @@ def workload_stage(ctx: Context) -> list[Row]:
         ratio = whole.redundancy_ratio or 0.0
         changed = ctx.expect.compare("workload", name, [whole.num_cold_attempts, whole.num_removable_attempts])
         detail = (f"redundancy {ratio:.4%}: single-flight removes {whole.num_removable_attempts:,} of "
-                  f"{whole.num_cold_attempts:,} cold block loads")
+                  f"{whole.num_cold_attempts:,} cold block loads ({whole.num_exact_input_removable:,} of identical "
+                  f"inputs, {whole.num_partial_prefix_removable:,} only prefix coordination could serve)")
         evidence = {"trace": name, "w_eff_ms": 1000.0, "capacity_blocks": 10_000, "instances": len(res.instances),
                     "requests": whole.num_requests, "cold_attempts": whole.num_cold_attempts,
                     "cohorts": whole.num_cohorts, "removable_attempts": whole.num_removable_attempts,
-                    "hits": whole.num_hits, "redundancy_ratio": ratio, "reconciles": parts == whole}
+                    "hits": whole.num_hits, "redundancy_ratio": ratio, "reconciles": parts == whole,
+                    "exact_input_removable": whole.num_exact_input_removable,
+                    "partial_prefix_removable": whole.num_partial_prefix_removable}
         rows.append(Row("workload", f"{name} W_eff=1s", parts == whole and not changed,
                         (f"counts changed ({changed}); " if changed else "") + detail, time.perf_counter() - t,
                         evidence))
