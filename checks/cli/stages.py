@@ -78,7 +78,8 @@ def _explore_one(scn: Any) -> tuple[str, bool, int, list[str], float, int, dict[
 
 def explore_stage(ctx: Context) -> list[Row]:
     """The correct design over every default scenario under every policy of its grid."""
-    items = [s for name, scn in SCENARIOS.items() if not (ctx.quick and name == "burst4-abort")
+    heavy = ("burst4-abort", "doc3-abort", "doc3-expire", "doc3-pool", "doc3-evict")  # --quick leaves these out
+    items = [s for name, scn in SCENARIOS.items() if not (ctx.quick and name in heavy)
              for s in policy_grid(scn)]
     rows = []
     for key, ok, states, bad, seconds, nprops, evidence in _parallel(_explore_one, items, ctx.jobs):

@@ -20,7 +20,7 @@ For example::
     >>> from flightcheck.spec.model import FlightSpec
     >>> report = prove(FlightSpec(SCENARIOS["burst2"]), depth=2)
     >>> report.result("termination_validated").summary()
-    'termination_validated: proved (k=1, with live_is_known)'
+    'termination_validated: proved (k=1, with live_is_known...)'
 """
 
 from __future__ import annotations

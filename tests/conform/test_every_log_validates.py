@@ -29,7 +29,7 @@ from flightcheck.spec.scenario import Policy
 from typer.testing import CliRunner
 
 SLOW = os.environ.get("FLIGHTCHECK_SLOW") == "1"
-NUM_PROGRAMS = 200 if SLOW else 60
+NUM_PROGRAMS = 200 if SLOW else 36
 
 
 def _log_of(program: Program, tmp_path, name: str):

@@ -108,7 +108,7 @@ def test_vectorized_canonical_forms_are_the_reference_representatives(name):
 
 # ---------------------------------------------------------------- whole explorations
 # Scenarios whose full (unreduced) graph costs the reference seconds per design.
-BIG_FULL = {"burst3-abort", "burst3-fail", "burst3-expire"}
+BIG_FULL = {"burst3-abort", "burst3-fail", "burst3-expire", "doc3-abort", "doc3-expire"}
 
 
 def _policy(scn):
