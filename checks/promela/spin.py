@@ -108,9 +108,19 @@ def _parse(out: str, run: SpinRun) -> None:
     run.output = out
 
 
+def _refuse_errors(out: str) -> None:
+    """Raise when pan stopped without searching (``pan: error: ...``, e.g. too many processes for its
+    fairness bookkeeping): its "0 states" and absent violation would otherwise read as a verdict."""
+    m = re.search(r"pan: error: (.*)", out)
+    if m or "states, stored" not in out:
+        raise SpinError(f"pan did not search: {m.group(1) if m else out.strip()[-300:]}")
+
+
 def _normal(expr: str) -> str:
     """An assertion's text as SPIN prints it and as it was written, made comparable (SPIN prints
-    ``(c -> a : b)`` as ``( (c) ? (a) : (b) )`` and drops spaces)."""
+    ``(c -> a : b)`` as ``( (c) ? (a) : (b) )``, ``true`` and ``false`` as ``1`` and ``0``, and drops
+    spaces)."""
+    expr = re.sub(r"\btrue\b", "1", re.sub(r"\bfalse\b", "0", expr))
     return re.sub(r"[\s()]", "", expr).replace("->", "?")
 
 
@@ -140,6 +150,7 @@ def spin_safety(spec: Any, *, memory_mb: int = 8192, hash_bits: int = 24, max_de
         while True:
             pan = _build(text, work, defines, optimize)
             out = _run(pan, [f"-m{max_depth}", f"-w{hash_bits}"], timeout, run)
+            _refuse_errors(out)
             _parse(out, run)
             if "max search depth too small" in out:
                 raise SpinError(f"pan's depth bound -m{max_depth} is too small for this model; raise max_depth")
@@ -163,11 +174,13 @@ def spin_liveness(spec: Any, *, memory_mb: int = 8192, hash_bits: int = 22,
     run = SpinRun()
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="flightcheck-spin-") as tmp:
-        # pan's fairness bookkeeping holds 4 * NFAIR - 2 processes.
-        nfair = max(2, -(-(model.num_processes + 2) // 4))
+        # pan's fairness bookkeeping holds 4 * NFAIR - 2 processes, and the never claim of the LTL
+        # formula is one of them.
+        nfair = max(2, -(-(model.num_processes + 1 + 2) // 4))
         pan = _build(model.text, Path(tmp), [f"-DMEMLIM={memory_mb}", f"-DNFAIR={nfair}"], optimize)
         for name in model.ltl:
             out = _run(pan, ["-a", "-f", "-A", "-m1000000", f"-w{hash_bits}", "-N", name], timeout, run)
+            _refuse_errors(out)
             _parse(out, run)
             if "acceptance cycle" in out:
                 run.violated = ["eventually_terminates"]

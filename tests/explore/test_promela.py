@@ -68,7 +68,7 @@ def test_spin_counts_the_explorers_states_plus_its_start_and_agrees_on_the_corre
 
 @needs_spin
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", ["forget-at-release"] + (["early-release"] if SLOW else []))
+@pytest.mark.parametrize("variant", ["forget-at-release", "via-unshared"] + (["early-release"] if SLOW else []))
 def test_spin_finds_the_same_safety_violations_as_the_explorer(variant):
     spec = VARIANTS[variant].demo_spec()
     r = explore_batched(spec, symmetry=False)
@@ -82,6 +82,27 @@ def test_spin_under_weak_fairness_finds_the_stranded_followers():
     spec = VARIANTS["stranded-followers"].demo_spec()
     assert not explore_batched(spec, symmetry=False).result("eventually_terminates").holds
     assert spin_liveness(spec, optimize="-O0").violated == ["eventually_terminates"]
+
+
+@needs_spin
+def test_spin_under_weak_fairness_finds_the_followers_promotion_loses():
+    # 21 engine processes, the environment and the never claim: one more than NFAIR=6 holds. pan
+    # refused to search there, and its refusal (no acceptance cycle printed) once read as "holds".
+    spec = VARIANTS["promote-loses-followers"].demo_spec()
+    assert export_promela(spec, liveness=True).num_processes == 22
+    assert not explore_batched(spec, symmetry=False).result("eventually_terminates").holds
+    run = spin_liveness(spec, optimize="-O0")
+    assert run.violated == ["eventually_terminates"] and run.states > 0
+
+
+def test_a_pan_that_did_not_search_is_an_error_not_a_verdict():
+    from flightcheck.checks.promela.spin import SpinError, _refuse_errors
+    refusal = ("pan: ltl formula eventually_terminates_2\n"
+               "pan: error: too many processes -- current max is 22 procs (-DNFAIR=6)\n"
+               "\trecompile with -DNFAIR=7\n\npan: elapsed time 1.72e+07 seconds\n")
+    with pytest.raises(SpinError, match="too many processes"):
+        _refuse_errors(refusal)
+    _refuse_errors("State-vector 228 byte, depth reached 306, errors: 1\n     2921 states, stored\n")
 
 
 def test_an_assertion_pan_prints_cut_at_1000_characters_still_names_its_property():
