@@ -49,7 +49,7 @@ from flightcheck.checks.explore.transitions import BatchedTransitions, SpecRange
 from flightcheck.checks.explore.visited import VisitedSet
 from flightcheck.spec.properties import Property, properties_for
 
-CHUNK = 1 << 15  # states expanded per batch: large enough to amortize numpy's per-call cost
+CHUNK = 1 << 17  # states expanded per batch: large enough to amortize numpy's per-call cost (2**15: 20% slower on burst7)
 
 
 class MemoryBoundExceeded(StateLimitExceeded):

@@ -1,8 +1,11 @@
 """The batched explorer's set of visited states: packed keys numbered in discovery order.
 
 :class:`VisitedSet` stores every state's key once, by id, and finds keys through an open-addressing
-hash table of ids (linear probing, load at most one half), all in vectorized numpy steps. A batch
-of candidate successors is inserted at once; duplicates inside the batch and states seen before
+hash table of ids (linear probing, load at most one half). A batch of candidate successors is
+inserted at once, by one loop compiled with numba that touches the slots and stored keys of the
+candidates a few places ahead, so that their cache misses overlap (a numpy version of the same
+probing, one vectorized step per probe round, was 1.3 times slower on the eight-request burst, and
+a plain compiled loop no faster than that). Duplicates inside the batch and states seen before
 resolve to one id, and the new states are numbered in the order of their *first* candidate's rank
 (parent, then action), which is the order in which the reference explorer's queue meets them. So
 both explorers give every state the same position in the breadth-first order.
@@ -19,6 +22,7 @@ For example::
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from flightcheck.checks.explore.packing import hash_keys
 
@@ -46,8 +50,9 @@ class VisitedSet:
         return self.keys.nbytes + self.hashes.nbytes + self.table.nbytes
 
     def block(self, start: int, stop: int) -> np.ndarray:
-        """The keys of ids ``start .. stop - 1`` as ``(words, stop - start)``, one row per word."""
-        return np.ascontiguousarray(self.keys[start:stop].T)
+        """The keys of ids ``start .. stop - 1`` as ``(words, stop - start)``, one row per word: always
+        a copy, never a view (the store is reallocated in place when it grows)."""
+        return self.keys[start:stop].T.copy()
 
     def bytes_needed(self, extra: int) -> int:
         """Bytes held after ``extra`` more states are added (growth included)."""
@@ -64,91 +69,23 @@ class VisitedSet:
             bits += 2 if bits < 26 else 1
         return bits
 
-    def _reserve_keys(self, n: int) -> None:
+    def _reserve_keys(self, n: int, used: int | None = None) -> None:
+        """Room for ``n`` keys, keeping the first ``used`` (default: the stored ones)."""
+        used = self.size if used is None else used
         if n > self.keys.shape[0]:
             cap = self.keys.shape[0]
             while cap < n:
                 cap *= 2
-            keys = np.empty((cap, self.words), dtype=np.uint64)
-            keys[: self.size] = self.keys[: self.size]
-            hashes = np.empty(cap, dtype=np.uint32)
-            hashes[: self.size] = self.hashes[: self.size]
-            self.keys, self.hashes = keys, hashes
-
-    def _grow_table(self, n: int, stored: int) -> np.ndarray | None:
-        """Make the table hold ``n`` keys at load 1/2, re-placing ids ``0 .. stored - 1``; returns
-        where each of them went (None when the table was big enough)."""
-        bits = self._table_bits(n)
-        if bits == self._bits:
-            return None
-        # Taking the ids in the order of the old table's slots keeps the writes into the new table
-        # nearly sequential: a key's new home slot extends its old one by the next bits of its hash.
-        old = self.table
-        ids = old[old != _EMPTY].astype(np.int64)
-        self._bits = bits
-        self.table = np.full(1 << bits, _EMPTY, dtype=np.int32)
-        home = (self.hashes[ids] >> np.uint32(32 - bits)).astype(np.int64)
-        where = np.empty(stored, dtype=np.int64)
-        where[ids] = self._place(home, ids, fresh=True)
-        return where
-    def reserve(self, extra: int) -> None:
-        """Make room for ``extra`` more states (keys array and table), keeping the load under 1/2."""
-        self._reserve_keys(self.size + extra)
-        self._grow_table(self.size + extra, self.size)
-
-    def _slots(self, keys: np.ndarray) -> np.ndarray:
-        return self._home(hash_keys(keys))
-
-    def _home(self, h: np.ndarray) -> np.ndarray:
-        return (h >> np.uint64(64 - self._bits)).astype(np.int64)
-
-    def _place(self, slot: np.ndarray, ids: np.ndarray, fresh: bool = False) -> np.ndarray:
-        """Write distinct new ``ids`` into free slots, probing from ``slot``; returns where each went.
-        ``fresh``: the table is empty, so the first round needs no look at it."""
-        mask = (1 << self._bits) - 1
-        where = np.empty(len(ids), dtype=np.int64)
-        pending = np.arange(len(ids))
-        slot = slot.copy()
-        while len(pending):
-            s = slot[pending]
-            if fresh:
-                cand, cs, busy = pending, s, pending[:0]
-                fresh = False
-            else:
-                free = self.table[s] == _EMPTY
-                cand, cs, busy = pending[free], s[free], pending[~free]
-            vals = ids[cand].astype(np.int32)
-            self.table[cs] = vals
-            won = self.table[cs] == vals
-            where[cand[won]] = cs[won]
-            lost = np.concatenate([busy, cand[~won]])
-            slot[lost] = (slot[lost] + 1) & mask
-            pending = lost
-        return where
-
-    def _equal(self, ids: np.ndarray, keys: np.ndarray, cand: np.ndarray) -> np.ndarray:
-        """Whether stored key ``ids[m]`` equals candidate ``keys[:, cand[m]]``, for each m."""
-        stored = np.take(self.keys, ids, axis=0)  # one row per key: much faster than keys[ids]
-        eq = stored[:, 0] == keys[0, cand]
-        for w in range(1, self.words):
-            eq &= stored[:, w] == keys[w, cand]
-        return eq
+            # resize reallocates in place (mremap for large blocks): no copy of the stored keys.
+            # No view of these arrays outlives a call (block() copies), so refcheck is not needed.
+            self.keys.resize((cap, self.words), refcheck=False)
+            self.hashes.resize(cap, refcheck=False)
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
-        """The id of each key, or -1 where it was never inserted."""
-        mask = (1 << self._bits) - 1
-        slot = self._slots(keys)
-        out = np.full(keys.shape[1], -1, dtype=np.int64)
-        pending = np.arange(keys.shape[1])
-        while len(pending):
-            s = slot[pending]
-            t = self.table[s]
-            empty = t == _EMPTY
-            occ, to = pending[~empty], t[~empty]
-            eq = self._equal(to, keys, occ)
-            out[occ[eq]] = to[eq]
-            pending = occ[~eq]
-            slot[pending] = (slot[pending] + 1) & mask
+        """The id of each key ``(words, n)``, or -1 where it was never inserted."""
+        keys = np.ascontiguousarray(keys)
+        out = np.empty(keys.shape[1], dtype=np.int64)
+        _find(self.table, self._bits, self.keys, keys, hash_keys(keys), out)
         return out
 
     def insert(self, keys: np.ndarray, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -156,71 +93,135 @@ class VisitedSet:
 
         Returns the id of every candidate and, for each new state in id order, the index of the
         candidate that discovered it first (the smallest rank among those that resolve to it).
-        The table grows during the batch as new states are claimed, so it is sized by the states
-        added, not by the candidates (most of which are states seen before).
+        The table and the key store grow during the batch as new states are claimed, so they are
+        sized by the states added, not by the candidates (most of which are states seen before).
         """
         num = keys.shape[1]
-        self._reserve_keys(self.size + num)
         base = self.size
+        keys = np.ascontiguousarray(keys)
         h = hash_keys(keys)
-        slot = self._home(h)
-        ids = np.full(num, -1, dtype=np.int64)
-        claim = np.empty(num, dtype=np.int64)  # table slot of provisional id base + k
-        nprov = 0
-        pending = np.arange(num)
-        first_round = True
-        while len(pending):
-            mask = (1 << self._bits) - 1
-            s = slot if first_round else slot[pending]
-            first_round = False
-            t = self.table[s]
-            empty = t == _EMPTY
-            occ, so, to = pending[~empty], s[~empty], t[~empty]
-            cand, cs = pending[empty], s[empty]
-            eq = self._equal(to, keys, occ)
-            ids[occ[eq]] = to[eq]
-            moved = occ[~eq]
-            slot[moved] = (so[~eq] + 1) & mask
-            if not len(cand):
-                pending = moved
-                continue
-            where = self._grow_table(base + nprov + len(cand), base + nprov)
-            if where is not None:
-                # The table was rebuilt: provisional ids moved, and the candidates still looking
-                # start again from their home slots in the larger table.
-                claim[:nprov] = where[base:]
-                pending = np.concatenate([moved, cand])
-                slot[pending] = self._home(h[pending])
-                continue
-            # Several candidates may want one free slot: one wins, the rest look again next round.
-            marker = -2 - np.arange(len(cand), dtype=np.int32)
-            self.table[cs] = marker
-            won = self.table[cs] == marker
-            wc, ws = cand[won], cs[won]
-            start = base + nprov
-            self.table[ws] = start + np.arange(len(wc), dtype=np.int32)
-            self.keys[start: start + len(wc)] = keys[:, wc].T
-            self.hashes[start: start + len(wc)] = (h[wc] >> np.uint64(32)).astype(np.uint32)
-            ids[wc] = start + np.arange(len(wc))
-            claim[nprov: nprov + len(wc)] = ws
-            nprov += len(wc)
-            pending = np.concatenate([moved, cand[~won]])
+        rank = np.ascontiguousarray(rank, dtype=np.int64)
+        ids = np.empty(num, dtype=np.int64)
+        first_rank = np.empty(num, dtype=np.int64)  # per provisional id base + q: its smallest rank,
+        first_cand = np.empty(num, dtype=np.int64)  # the candidate that has it,
+        claim = np.empty(num, dtype=np.int64)       # and its table slot
+        sink = np.zeros(1, dtype=np.int64)
+        k = nprov = 0
+        while True:
+            limit = min(1 << (self._bits - 1), self.keys.shape[0])
+            k, nprov = _probe(self.table, self._bits, self.keys, self.hashes, base, nprov, keys, h, rank, k,
+                              limit, ids, first_rank, first_cand, claim, sink)
+            if k == num:
+                break
+            # Out of room: a bigger key store, or a bigger table with every id placed again
+            # (the provisional ones' slots move with them).
+            if base + nprov >= self.keys.shape[0]:
+                self._reserve_keys(base + nprov + 1, base + nprov)
+            if base + nprov >= 1 << (self._bits - 1):
+                self._bits = self._table_bits(base + nprov + 1)
+                self.table = np.full(1 << self._bits, _EMPTY, dtype=np.int32)
+                _rehash(self.table, self._bits, self.hashes, base + nprov, base, claim)
         if not nprov:
             return ids, np.empty(0, dtype=np.int64)
         # Number the new states by their first discovery, as a breadth-first queue would.
-        fresh = np.flatnonzero(ids >= base)
-        prov = ids[fresh] - base
-        first = np.full(nprov, np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(first, prov, rank[fresh])
-        finder = np.empty(nprov, dtype=np.int64)
-        is_first = rank[fresh] == first[prov]
-        finder[prov[is_first]] = fresh[is_first]
-        order = np.argsort(first)
+        order = np.argsort(first_rank[:nprov], kind="stable")
         inverse = np.empty(nprov, dtype=np.int64)
         inverse[order] = np.arange(nprov)
         self.keys[base: base + nprov] = np.take(self.keys, base + order, axis=0)
         self.hashes[base: base + nprov] = self.hashes[base + order]
         self.table[claim[:nprov][order]] = base + np.arange(nprov, dtype=np.int32)
-        ids[fresh] = base + inverse[prov]
+        fresh = ids >= base
+        ids[fresh] = base + inverse[ids[fresh] - base]
         self.size = base + nprov
-        return ids, finder[order]
+        return ids, first_cand[:nprov][order]
+
+
+@njit(nogil=True)
+def _probe(table, bits, store, hashes, base, nprov, keys, h, rank, start, limit, ids, first_rank, first_cand,
+           claim, sink):  # pragma: no cover - compiled by numba; tested through insert
+    """Look every candidate ``start ..`` up, claiming a new id for a key not stored; stops early (and
+    says where) when ``limit`` ids are in use, so that the caller can grow the store or the table.
+    ``sink[0]`` receives a sum of the touched values, so that the compiler keeps the touches."""
+    mask = (np.int64(1) << bits) - 1
+    shift = np.uint64(64 - bits)
+    words, num = keys.shape
+    touched = 0
+    for k in range(start, num):
+        # Touch what later candidates will read (their table slots, and the stored key a slot
+        # names), so that those cache misses overlap this candidate's work.
+        if k + 16 < num:
+            touched += table[np.int64(h[k + 16] >> shift)]
+        if k + 8 < num:
+            t8 = table[np.int64(h[k + 8] >> shift)]
+            if t8 >= 0:
+                touched += store[t8, 0] & 1
+        s = np.int64(h[k] >> shift)
+        while True:
+            t = table[s]
+            if t == _EMPTY:
+                p = base + nprov
+                if p >= limit:
+                    sink[0] = touched
+                    return k, nprov
+                table[s] = p
+                for w in range(words):
+                    store[p, w] = keys[w, k]
+                hashes[p] = np.uint32(h[k] >> np.uint64(32))
+                ids[k] = p
+                first_rank[nprov] = rank[k]
+                first_cand[nprov] = k
+                claim[nprov] = s
+                nprov += 1
+                break
+            same = True
+            for w in range(words):
+                if store[t, w] != keys[w, k]:
+                    same = False
+                    break
+            if same:
+                ids[k] = t
+                q = t - base
+                if q >= 0 and rank[k] < first_rank[q]:
+                    first_rank[q] = rank[k]
+                    first_cand[q] = k
+                break
+            s = (s + 1) & mask
+    sink[0] = touched
+    return num, nprov
+
+
+@njit(nogil=True)
+def _rehash(table, bits, hashes, count, base, claim):  # pragma: no cover - compiled
+    """Place ids ``0 .. count - 1`` into an empty ``table`` by their stored hashes; the slots of the
+    provisional ids ``base ..`` go to ``claim``."""
+    mask = (np.int64(1) << bits) - 1
+    shift = np.uint32(32 - bits)
+    for i in range(count):
+        s = np.int64(hashes[i] >> shift)
+        while table[s] != _EMPTY:
+            s = (s + 1) & mask
+        table[s] = i
+        if i >= base:
+            claim[i - base] = s
+
+
+@njit(nogil=True)
+def _find(table, bits, store, keys, h, out):  # pragma: no cover - compiled by numba
+    """``out[k]``: the id stored for candidate ``k``, or -1."""
+    mask = (np.int64(1) << bits) - 1
+    shift = np.uint64(64 - bits)
+    words, num = keys.shape
+    for k in range(num):
+        s = np.int64(h[k] >> shift)
+        out[k] = _EMPTY
+        while table[s] != _EMPTY:
+            t = table[s]
+            same = True
+            for w in range(words):
+                if store[t, w] != keys[w, k]:
+                    same = False
+                    break
+            if same:
+                out[k] = t
+                break
+            s = (s + 1) & mask
