@@ -10,7 +10,7 @@ For example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 _MODELS: dict[str, Any] = {}
 
@@ -30,10 +30,32 @@ def load_model(name: str) -> tuple[Any, list[int], int]:
     return _MODELS[name]
 
 
-def build_engine(model_name: str, config: Any) -> Any:
-    """A fresh engine over a cached model with its own KV pools."""
+def build_engine(model_name: str, config: Any, extra_eos: Sequence[int] = ()) -> Any:
+    """A fresh engine over a cached model with its own KV pools; ``extra_eos`` are end-of-sequence
+    tokens beside the model's own."""
     from flightcheck.impl.engine import Engine
     from flightcheck.impl.runner import ModelRunner
 
     model, eos, _vocab = load_model(model_name)
-    return Engine(ModelRunner(model, num_pages=config.num_pages), None, config, eos_token_ids=eos)
+    return Engine(ModelRunner(model, num_pages=config.num_pages), None, config,
+                  eos_token_ids=[*eos, *extra_eos])
+
+
+_FIRST: dict[tuple[str, tuple[int, ...]], int] = {}
+
+
+def first_token(model_name: str, tokens: Sequence[int]) -> int:
+    """The token the model emits first, greedily, after ``tokens`` (from an engine of its own,
+    so that the run it is asked for starts from nothing); remembered per process."""
+    key = (model_name, tuple(tokens))
+    if key not in _FIRST:
+        from flightcheck.impl.config import EngineConfig
+        from flightcheck.impl.pages import PAGE_SIZE
+
+        engine = build_engine(model_name, EngineConfig(num_pages=-(-len(tokens) // PAGE_SIZE) + 1))
+        rid = engine.add_request(list(tokens), {"temperature": 0.0, "max_tokens": 1})
+        out: list[int] = []
+        while not out:
+            out = engine.step().get(rid, [])
+        _FIRST[key] = out[0]
+    return _FIRST[key]

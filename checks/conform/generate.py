@@ -54,7 +54,15 @@ def random_setup(rng: random.Random, *, fixed: dict | None = None) -> Setup:
     config.update(fixed)
     if config["coordination"] != "none":
         config["prefix_caching"] = True
-    return Setup(config, tuple(templates))
+    return Setup(config, tuple(templates), eos_template=_eos_template(rng, len(templates)))
+
+
+def _eos_template(rng: random.Random, num_templates: int) -> int | None:
+    """In a quarter of the runs, one template's first token is an EOS token (see ``Setup``). Drawn from
+    a generator of its own, seeded by ``rng``'s state without advancing it, so the rest of a program
+    is what it was before runs could finish on EOS."""
+    side = random.Random(hash(rng.getstate()[1]))
+    return side.randrange(num_templates) if side.random() < 0.25 else None
 
 
 def random_ops(rng: random.Random, num_templates: int, allowed: tuple[str, ...] = OPTIONAL, *,
@@ -121,7 +129,9 @@ def scenario_setup(rng: random.Random, name: str, policy: dict | None = None) ->
     config = config_of(scn.policy, num_pages)
     fields = {k: getattr(config, k) for k in ("coordination", "release", "publication", "leader_loss", "prefix_caching",
                                               "max_running", "prefill_chunk_pages", "num_pages", "min_shared_pages")}
-    return Setup(fields, tuple(templates), name, dict(policy or {}))
+    # Early finishes are the spec's only without a pool (with one, memory depends on the whole decode).
+    eos = None if scn.has_pool else _eos_template(rng, len(templates))
+    return Setup(fields, tuple(templates), name, dict(policy or {}), eos)
 
 
 def scenario_program(rng: random.Random, name: str, policy: dict | None = None) -> Program:

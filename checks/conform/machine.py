@@ -83,7 +83,8 @@ class EngineConformance(RuleBasedStateMachine):
         }
         # Swarm testing: each run switches a random subset of the optional kinds off.
         self.enabled = tuple(k for k in OPTIONAL if not d(st.booleans(), f"swarm: {k} off"))
-        self.run = ProgramRun(Setup(config, tuple(templates)), o.model)
+        eos = d(st.one_of(st.none(), st.integers(0, len(templates) - 1)), "EOS: a template's first token")
+        self.run = ProgramRun(Setup(config, tuple(templates), eos_template=eos), o.model)
         self.result.runs += 1
 
     # --- rules ----------------------------------------------------------------------------------------

@@ -184,6 +184,18 @@ def _via_earliest_flight(setattr_fn: Setattr) -> None:
     setattr_fn(Coordinator, "can_wait_via", can_wait_via)
 
 
+def _eos_ignored(setattr_fn: Setattr) -> None:
+    original = Scheduler.can_finish
+
+    def can_finish(self: Scheduler, request: Any) -> str | None:
+        reason = original(self, request)
+        if reason == "eos" and len(request.output_token_ids) < request.sampling.max_tokens:
+            return None  # the mistake: an end-of-sequence token does not end the request
+        return reason
+
+    setattr_fn(Scheduler, "can_finish", can_finish)
+
+
 @dataclass(frozen=True)
 class Mutant:
     """A broken engine: its name, the property that must catch it, the story, and the patch."""
@@ -263,6 +275,9 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     Mutant("via-earliest-flight", "waits_for_shared_pages",
            "Prefix coordination waits via the earliest flight sharing enough pages, not the one sharing the most.",
            _via_earliest_flight, policy=(("coordination", "prefix"),)),
+    Mutant("eos-ignored", "visible_after_compute",
+           "A request whose output is an end-of-sequence token goes on decoding to its max_tokens.",
+           _eos_ignored),
 )}
 
 

@@ -56,6 +56,10 @@ class Setup:
     templates: tuple[Template, ...]
     scenario: str | None = None
     policy: dict[str, Any] = field(default_factory=dict)  # a bound scenario's policy changes
+    # The token the model emits first (greedily) for this template's prompt is an end-of-sequence
+    # token in this run, beside the model's own: the tiny random model has none and repeats one token
+    # per prompt, so this is how a run makes requests finish on EOS (any temperature: it is peaked).
+    eos_template: int | None = None
 
     def describe(self) -> str:
         """One line: the knobs that matter and the templates."""
@@ -63,7 +67,8 @@ class Setup:
         knobs = ", ".join(f"{k} {v}" for k, v in cfg.items())
         tpl = ", ".join(f"t{n}={t.label or len(t.tokens)}/max_tokens {t.max_tokens}" for n, t in enumerate(self.templates))
         bound = f"scenario {self.scenario}; " if self.scenario else ""
-        return f"engine({bound}{knobs}; templates {tpl})"
+        eos = f"; EOS: t{self.eos_template}'s first token" if self.eos_template is not None else ""
+        return f"engine({bound}{knobs}; templates {tpl}{eos})"
 
 
 @dataclass(frozen=True)
@@ -84,10 +89,12 @@ class Program:
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready form (``from_json`` reads it back)."""
         s = self.setup
-        return {"setup": {"config": s.config, "scenario": s.scenario, "policy": s.policy,
-                          "templates": [{"tokens": list(t.tokens), "max_tokens": t.max_tokens, "label": t.label}
-                                        for t in s.templates]},
-                "ops": [list(op) for op in self.ops]}
+        setup = {"config": s.config, "scenario": s.scenario, "policy": s.policy,
+                 "templates": [{"tokens": list(t.tokens), "max_tokens": t.max_tokens, "label": t.label}
+                               for t in s.templates]}
+        if s.eos_template is not None:
+            setup["eos_template"] = s.eos_template
+        return {"setup": setup, "ops": [list(op) for op in self.ops]}
 
     @classmethod
     def from_json(cls, obj: Any) -> "Program":
@@ -96,7 +103,10 @@ class Program:
             s = obj["setup"]
             templates = tuple(Template(tuple(int(x) for x in t["tokens"]), int(t["max_tokens"]), str(t.get("label", "")))
                               for t in s["templates"])
-            setup = Setup(dict(s["config"]), templates, s.get("scenario"), dict(s.get("policy") or {}))
+            eos = s.get("eos_template")
+            if eos is not None and (isinstance(eos, bool) or not isinstance(eos, int) or not 0 <= eos < len(templates)):
+                raise ValueError(f"eos_template {eos!r} names no template (there are {len(templates)})")
+            setup = Setup(dict(s["config"]), templates, s.get("scenario"), dict(s.get("policy") or {}), eos)
             ops = tuple(tuple(op) for op in obj["ops"])
         except (KeyError, TypeError, ValueError) as error:
             raise ValueError(f"not a conformance program: {error!r}") from None

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
-from flightcheck.checks.conform.engines import build_engine
+from flightcheck.checks.conform.engines import build_engine, first_token
 from flightcheck.checks.conform.monitor import Monitor
 from flightcheck.checks.conform.program import KINDS, Op, Program, Setup, describe_op
 from flightcheck.impl.config import EngineConfig
@@ -64,7 +64,8 @@ class ProgramRun:
     def __init__(self, setup: Setup, model: str = "tiny") -> None:
         self.setup = setup
         self.config = EngineConfig(**setup.config)
-        self.engine = build_engine(model, self.config)
+        eos = [] if setup.eos_template is None else [first_token(model, setup.templates[setup.eos_template].tokens)]
+        self.engine = build_engine(model, self.config, eos)
         scenario = policy = None
         if setup.scenario is not None:
             from flightcheck.spec.scenario import SCENARIOS

@@ -85,3 +85,39 @@ def test_real_model_conforms():
     result = run_programs(seeded_programs(0, 8 if SLOW else 2), "smollm2")
     assert result.ok, result.failure.format()
     assert result.runs >= 2 and result.steps > 0
+
+
+def test_a_run_with_an_eos_template_finishes_its_requests_on_eos_at_their_first_token():
+    from flightcheck.checks.conform.program import Setup, Template
+    from flightcheck.checks.conform.prompts import class_tokens
+    from flightcheck.checks.conform.runner import ProgramRun
+    a, b = Template(tuple(class_tokens(0, 20, 256)), 4, "A"), Template(tuple(class_tokens(1, 20, 256)), 4, "B")
+    program = Program(Setup({"num_pages": 12, "max_running": 2}, (a, b), eos_template=0),
+                      (("arrive", 0, 0.0, 0), ("arrive", 1, 0.8, 1), ("arrive", 0, 0.8, 2), ("step", 2)))
+    assert Program.from_json(program.to_json()) == program and "EOS: t0's first token" in program.lines()[0]
+    run = ProgramRun(program.setup)
+    for op in program.ops:
+        run.execute(op)
+    run.drain()
+    reasons = {r.request_id: (r.finish_reason, len(r.output_token_ids)) for r in run.engine.scheduler.requests.values()}
+    assert reasons == {0: ("eos", 1), 1: ("length", 4), 2: ("eos", 1)} and run.outcome().ok
+
+
+def test_an_eos_template_that_names_no_template_is_refused():
+    program = next(seeded_programs(0, 1)).to_json()
+    program["setup"]["eos_template"] = len(program["setup"]["templates"])
+    with pytest.raises(ValueError, match="eos_template .* names no template"):
+        Program.from_json(program)
+
+
+def test_a_quarter_of_the_seeded_programs_end_requests_on_eos_and_the_rest_are_unchanged():
+    programs = list(seeded_programs(0, 200))
+    with_eos = sum(p.setup.eos_template is not None for p in programs)
+    assert 30 <= with_eos <= 70
+    # The draw does not advance the program's generator, so the operations are what they were before.
+    import random
+    from flightcheck.checks.conform.generate import _eos_template
+    rng = random.Random(5)
+    before = rng.getstate()
+    assert {_eos_template(rng, 3) for _ in range(3)} == {_eos_template(random.Random(5), 3)}
+    assert rng.getstate() == before

@@ -29,6 +29,7 @@ EXPECTED = {
     "waiter-pins-leader-tail": "refcounts_exact",
     "waiter-unpinned": "refcounts_exact",
     "via-earliest-flight": "waits_for_shared_pages",
+    "eos-ignored": "visible_after_compute",
 }
 def _eviction_of_an_older_referenced_page() -> Program:
     """Y publishes its pages and keeps decoding (holding them); X computes and finishes later (its pages
