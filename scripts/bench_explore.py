@@ -35,7 +35,7 @@ from flightcheck.spec.scenario import RELEASES, SCALE_SCENARIOS, SCENARIOS
 from flightcheck.spec.variants import VARIANTS
 
 CROSS = ["burst4", "burst5", "burst6", "burst7", "burst8", "mixed4-evict", "mixed6-evict"]
-THREADS = False
+THREADS: bool | None = None
 
 
 def safety_props(spec):
@@ -138,10 +138,11 @@ def main() -> None:
                     choices=["crosscheck", "variants", "liveness", "symmetry", "crossover"])
     ap.add_argument("--scenarios", nargs="+", default=CROSS, choices=list(SCALE_SCENARIOS))
     ap.add_argument("--quick", action="store_true", help="the smaller scenarios only")
-    ap.add_argument("--threads", action="store_true", help="the batched explorer's two-thread pipeline")
+    ap.add_argument("--threads", choices=["auto", "on", "off"], default="auto",
+                    help="the batched explorer's two-thread pipeline (auto: on with more than one core)")
     args = ap.parse_args()
     global THREADS
-    THREADS = args.threads
+    THREADS = {"auto": None, "on": True, "off": False}[args.threads]
     names = [n for n in args.scenarios if not args.quick or n in ("burst4", "burst5", "mixed4-evict")]
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} · Python {platform.python_version()} · {platform.machine()}")
     if "crosscheck" in args.part:

