@@ -88,6 +88,7 @@ class FlightSpec(FlightEndings, DerivedFacts):
         self.actions: tuple[Action, ...] = tuple(self._action_instances())
         self._guards: list[Callable[[View, int], Any]] = [getattr(self, "g_" + a.name) for a in self.actions]
         self._updates: list[Callable[[View, int], Any]] = [getattr(self, "u_" + a.name) for a in self.actions]
+        self._holders: dict[tuple[int, int, int], tuple[tuple[int, ...], bool]] = {}
 
     def _action_instances(self) -> Iterator[Action]:
         scn, pol, n = self.scenario, self.policy, self.num_requests
@@ -274,12 +275,22 @@ class FlightSpec(FlightEndings, DerivedFacts):
         holds a private copy: one of the same prompt, or (prefix coordination) one whose prompt shares at
         least ``min_shared_pages`` pages with ``i``'s, this one among them. A copy cached by a prompt that
         ``i`` is not coordinated with (a sibling under exact single-flight) is no duplicate of the design's."""
-        peers = [j for j in range(self.num_requests) if j != i and self.coordinated(i, j, p)]
+        peers, outsiders = self._copy_holders(i, p, k)
         others = [And(self.is_live(s, j), s.pubd[j] <= p, p < s.done[j]) for j in peers]
-        outsiders = any(k in self.layout.class_pages[d] and not self.coordinated_class(i, d, p)
-                        for d in range(len(self.layout.classes)))
         cached = [] if outsiders else [s.pg[k] == READY]
         return Or(*cached, *others)
+
+    def _copy_holders(self, i: int, p: int, k: int) -> tuple[tuple[int, ...], bool]:
+        """What :meth:`page_held_elsewhere` reads of the scenario alone, worked out once per ``(i, p, k)``
+        (it runs on every prefill step): the requests coordinated with ``i`` on page ``p``, and whether
+        a prompt ``i`` is not coordinated with shares page slot ``k``."""
+        found = self._holders.get((i, p, k))
+        if found is None:
+            peers = tuple(j for j in range(self.num_requests) if j != i and self.coordinated(i, j, p))
+            outsiders = any(k in self.layout.class_pages[d] and not self.coordinated_class(i, d, p)
+                            for d in range(len(self.layout.classes)))
+            found = self._holders[(i, p, k)] = (peers, outsiders)
+        return found
 
     def coordinated_class(self, i: int, d: int, p: int) -> bool:
         """Requests of class slot ``d`` and ``i`` must not both compute ``i``'s page ``p``."""
