@@ -4,7 +4,7 @@
 hash table of ids (linear probing, load at most one half). A batch of candidate successors is
 inserted at once, by one loop compiled with numba that touches the slots and stored keys of the
 candidates a few places ahead, so that their cache misses overlap (a numpy version of the same
-probing, one vectorized step per probe round, was 1.3 times slower on the eight-request burst, and
+probing, one vectorized step per probe round, was 1.3 times slower on the seven-request burst, and
 a plain compiled loop no faster than that). Duplicates inside the batch and states seen before
 resolve to one id, and the new states are numbered in the order of their *first* candidate's rank
 (parent, then action), which is the order in which the reference explorer's queue meets them. So
