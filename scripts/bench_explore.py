@@ -146,8 +146,8 @@ def main() -> None:
     names = [n for n in args.scenarios if not args.quick or n in ("burst4", "burst5", "mixed4-evict")]
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} · Python {platform.python_version()} · {platform.machine()}")
     # numba compiles the hash set's loops on their first call (about a second): not part of any figure.
-    explore_batched(FlightSpec(SCALE_SCENARIOS["burst4"]), symmetry=False, keep_edges=False,
-                    properties=safety_props(FlightSpec(SCALE_SCENARIOS["burst4"])))
+    warm = FlightSpec(SCALE_SCENARIOS["burst4"])
+    explore_batched(warm, symmetry=False, keep_edges=False, properties=safety_props(warm))
     if "crosscheck" in args.part:
         crosscheck(names)
     if "variants" in args.part:

@@ -69,9 +69,8 @@ class VisitedSet:
             bits += 2 if bits < 26 else 1
         return bits
 
-    def _reserve_keys(self, n: int, used: int | None = None) -> None:
-        """Room for ``n`` keys, keeping the first ``used`` (default: the stored ones)."""
-        used = self.size if used is None else used
+    def _reserve_keys(self, n: int, used: int) -> None:
+        """Room for ``n`` keys, keeping the first ``used`` (the stored ones and a batch's new ones)."""
         if n > self.keys.shape[0]:
             cap = self.keys.shape[0]
             while cap < n:
@@ -137,6 +136,15 @@ class VisitedSet:
 
 
 @njit(nogil=True)
+def _same_key(store, t, keys, k):  # pragma: no cover - compiled by numba
+    """Whether stored key ``t`` equals candidate ``k`` (column ``k`` of ``keys``)."""
+    for w in range(keys.shape[0]):
+        if store[t, w] != keys[w, k]:
+            return False
+    return True
+
+
+@njit(nogil=True)
 def _probe(table, bits, store, hashes, base, nprov, keys, h, rank, start, limit, ids, first_rank, first_cand,
            claim, sink):  # pragma: no cover - compiled by numba; tested through insert
     """Look every candidate ``start ..`` up, claiming a new id for a key not stored; stops early (and
@@ -173,12 +181,7 @@ def _probe(table, bits, store, hashes, base, nprov, keys, h, rank, start, limit,
                 claim[nprov] = s
                 nprov += 1
                 break
-            same = True
-            for w in range(words):
-                if store[t, w] != keys[w, k]:
-                    same = False
-                    break
-            if same:
+            if _same_key(store, t, keys, k):
                 ids[k] = t
                 q = t - base
                 if q >= 0 and rank[k] < first_rank[q]:
@@ -210,18 +213,12 @@ def _find(table, bits, store, keys, h, out):  # pragma: no cover - compiled by n
     """``out[k]``: the id stored for candidate ``k``, or -1."""
     mask = (np.int64(1) << bits) - 1
     shift = np.uint64(64 - bits)
-    words, num = keys.shape
-    for k in range(num):
+    for k in range(keys.shape[1]):
         s = np.int64(h[k] >> shift)
         out[k] = _EMPTY
         while table[s] != _EMPTY:
             t = table[s]
-            same = True
-            for w in range(words):
-                if store[t, w] != keys[w, k]:
-                    same = False
-                    break
-            if same:
+            if _same_key(store, t, keys, k):
                 out[k] = t
                 break
             s = (s + 1) & mask
