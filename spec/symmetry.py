@@ -5,7 +5,8 @@ decode bound) have the same future up to that renaming, so the explorer keeps on
 orbit. :class:`Symmetry` renames a state by sorting each group of interchangeable requests by a local
 key, carrying the references between requests (flight membership, index entries, flight slots) along.
 The representative is always in the state's orbit (sound), and every state of an orbit gets the same
-one (requests that tie on their keys and are linked by flight membership are tried in every order).
+one (among requests that tie on their keys and are linked by flight membership, those another slot
+names are tried in every order, and the rest take the names left in the order of their rows).
 
 Actions are renamed with the same permutation, so a path found on representatives is turned back into
 a concrete, replayable path (see :meth:`Symmetry.rename_action`).
@@ -65,8 +66,10 @@ class Symmetry:
 
         Requests of a group are ordered by a key (their own slots, then their role in each naming field:
         none, themselves, another request, and that request's own key); where requests still tie and a
-        naming field links them, every order of the tied requests is tried and the smallest renamed
-        state is kept, so the representative is the same for every state of an orbit.
+        naming field links them, the smallest renamed state over every order of the tied requests is
+        kept, so the representative is the same for every state of an orbit. Only the orders of the
+        tied requests that some slot names are tried (k! orders of a flight's k followers would be):
+        the others take the names left, sorted by their renamed rows, which is that minimum.
         """
         if not self.groups:
             return state, tuple(range(self.n))
@@ -107,11 +110,40 @@ class Symmetry:
                     start = end
         if not ties:
             return self.rename(state, perm), tuple(perm)
+        # Only a tied request that some slot names needs its name tried: the others (a flight's
+        # followers, say) are named by nothing, so their names show only in their own rows, and for each
+        # naming of the named ones the smallest state gives them the names left, in the order of their
+        # renamed rows (the state is stored field by field, so sorted rows give the smallest columns).
+        # The minimum is the one found by trying every order of the whole block, at a fraction of k!.
+        named = set()
+        for o in roles:
+            for i in range(n):
+                v = state[o + i]
+                if v != 0 and v != i + 1:
+                    named.add(v - 1)
+        for k in self.named_slots:
+            if state[k]:
+                named.add(state[k] - 1)
+        plans = []  # per tie: (new names, the named requests, the unnamed ones)
+        for names, block in ties:
+            plans.append((names, [i for i in block if i in named], [i for i in block if i not in named]))
+        order = sorted(roles)
         best = None
-        for choice in itertools.product(*[itertools.permutations(block) for _names, block in ties]):
+        for choice in itertools.product(*[itertools.permutations(names, len(rs)) for names, rs, _us in plans]):
             trial = list(perm)
-            for (names, _block), olds in zip(ties, choice):
-                for new, old in zip(names, olds):
+            for (_names, rs, _us), picked in zip(plans, choice):
+                for old, new in zip(rs, picked):
+                    trial[old] = new
+            for (names, _rs, us), picked in zip(plans, choice):
+                if not us:
+                    continue
+                left = sorted(set(names) - set(picked))
+
+                def row(i: int, trial: list[int] = trial) -> tuple[int, ...]:
+                    vals = (state[o + i] for o in order)  # a self-reference reads the same at any name
+                    return tuple(0 if v == 0 else (-1 if v == i + 1 else trial[v - 1] + 1) for v in vals)
+
+                for new, old in zip(left, sorted(us, key=row)):
                     trial[old] = new
             renamed = self.rename(state, trial)
             if best is None or renamed < best[0]:
