@@ -5,7 +5,8 @@ leader-loss policy, prefix caching, the least overlap prefix coordination waits 
 budget, a pool from tight (evictions, admission waiting for memory) to roomy, an optional follower wait
 bound, prompt classes of every shape (shorter than a page, whole pages, a tail, and prompts that start
 with another prompt's first pages: a shared document, a conversation's earlier turn), templates with their ``max_tokens``, and then client operations
-with a swarm of kinds switched off (so some runs are all aborts, others all holds). :func:`scenario_program`
+with a swarm of kinds switched off (so some runs are all aborts, others all holds); one in five is a
+:func:`pressure_program`, which keeps the cache full and evicts many times a run. :func:`scenario_program`
 draws a program bound to a default scenario: its requests, its policy and pool, and only the client
 operations its options allow, so the run lands on the scenario's explored graph.
 
@@ -95,9 +96,45 @@ def random_ops(rng: random.Random, num_templates: int, allowed: tuple[str, ...] 
 
 
 def random_program(rng: random.Random, *, fixed: dict | None = None) -> Program:
-    """A free program: a random setup and random operations."""
+    """A free program: a random setup and random operations; one in five is a memory-pressure program
+    instead (see :func:`pressure_program`), drawn from a generator of its own so that the others are
+    the programs they were before."""
+    side = random.Random(hash(rng.getstate()[1]) ^ 0x5EED)
+    if side.random() < 0.2:
+        return pressure_program(side, fixed=fixed)
     setup = random_setup(rng, fixed=fixed)
     return Program(setup, random_ops(rng, len(setup.templates)))
+
+
+def pressure_program(rng: random.Random, *, fixed: dict | None = None) -> Program:
+    """A program that keeps the cache full: several prompts (sharing pages or not) arrive a few at a
+    time and mostly finish before the next ones, earlier prompts come back (cache hits that must make
+    their pages recently used), and the pool holds the largest request with room for only a page or
+    two of cache. So admissions wait for memory, allocations evict one unreferenced leaf after
+    another, and which leaf goes (the least recently used) is checked many times a run, where the free
+    programs evict about once in fourteen."""
+    prompts = tree_shapes(rng.randint, rng.choice, rng.randint(3, 5))
+    templates = tuple(Template(tuple(p), rng.randint(1, 3), f"P{c}:{len(p)}") for c, p in enumerate(prompts))
+    lifetime = max(lifetime_pages(len(t.tokens), t.max_tokens) for t in templates)
+    capacity = rng.randint(1, 2)
+    config = {
+        "coordination": rng.choice(("single-flight", "prefix", "none")), "release": rng.choice(RELEASES),
+        "publication": rng.choice(PUBLICATIONS), "leader_loss": rng.choice(LEADER_LOSSES), "prefix_caching": True,
+        "max_running": capacity, "prefill_chunk_pages": rng.choice((1, 2, 64)),
+        "num_pages": lifetime + rng.randint(0, 2) + (lifetime if capacity > 1 and rng.random() < 0.5 else 0),
+        "follower_wait_bound": None, "min_shared_pages": 1,
+    }
+    config.update(fixed or {})
+    if config["coordination"] != "none":
+        config["prefix_caching"] = True
+    ops: list[Op] = []
+    for _ in range(rng.randint(6, 12)):
+        for _ in range(rng.choice((1, 1, 1, 2))):
+            ops.append(("arrive", rng.randrange(len(templates)), 0.0, 0))
+        if rng.random() < 0.1:
+            ops.append(("abort", rng.choice(KINDS), rng.randint(0, 3)))
+        ops.append(("step", rng.choice((3, 4, 5, 6))))
+    return Program(Setup(config, templates), tuple(ops))
 
 
 def scenario_setup(rng: random.Random, name: str, policy: dict | None = None) -> Setup:

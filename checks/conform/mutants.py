@@ -143,6 +143,15 @@ def _evict_referenced(setattr_fn: Setattr) -> None:
     setattr_fn(PagePool, "victim", victim)
 
 
+def _lru_stale_hit(setattr_fn: Setattr) -> None:
+    def acquire(self: PagePool, page_ids: Any) -> None:
+        for page_id in page_ids:
+            page = self.pages[page_id]
+            page.ref_count += 1  # the mistake: a cache hit does not make the page recently used
+
+    setattr_fn(PagePool, "acquire", acquire)
+
+
 def _accept_unknown_termination(setattr_fn: Setattr) -> None:
     original = Engine.abort
 
@@ -266,6 +275,9 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     Mutant("evict-referenced", "in_use_never_evicted",
            "Eviction takes the least recently used leaf even when a request still references it.",
            _evict_referenced, "evict-referenced"),
+    Mutant("lru-stale-hit", "evicts_least_recently_used",
+           "A cache hit takes its reference without making the page recently used, so eviction takes "
+           "a page just hit before one unused for longer.", _lru_stale_hit),
     Mutant("waiter-pins-leader-tail", "refcounts_exact",
            "A request released from its wait via another prompt's flight pins every page that leader holds, "
            "its own tail included.", _waiter_pins_leader_tail, policy=(("coordination", "prefix"),)),

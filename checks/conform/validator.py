@@ -41,6 +41,7 @@ from typing import Any, Iterator
 from flightcheck.checks.conform.abstraction import abstract_state, state_diff, without_ghosts
 from flightcheck.checks.conform.books import engine_books, finish_problems, planned_pages
 from flightcheck.checks.conform.counters import ReferenceCounters
+from flightcheck.checks.conform.recency import Recency
 from flightcheck.checks.conform.witness import KVWitness
 from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
 from flightcheck.checks.conform.explain import explain_guard, forced, lookahead, violated
@@ -69,6 +70,7 @@ class TraceValidator:
         self.forced_finishes: set[int] = set()
         self.last_arrival = 0.0
         self.prompt_tokens: dict[Any, Any] = {}  # engine ID -> prompt length from its arrive event
+        self.recency = Recency()  # the LRU order the spec's pool abstracts away, kept from the outside
 
     @property
     def spec(self) -> FlightSpec:
@@ -136,6 +138,8 @@ class TraceValidator:
                        [f"{p} fails in the state the engine's events lead to" for p in bad], bad)
         if self.compare_states:
             self.compare(event, action, before)
+        if self.engine is not None:
+            self.recency.observe(self.engine.scheduler, self.num_events)
         return action
 
     @contextmanager
@@ -263,6 +267,10 @@ class TraceValidator:
             if event.get("leader") != self.tracker.engine_of.get(f) or event.get("flight") != self.tracker.flight_id(f):
                 r.append(f"flight and leader: engine {event.get('flight')}/{event.get('leader')}, spec "
                          f"{self.tracker.flight_id(f)}/{self.tracker.engine_of.get(f)}")
+        elif n == "evict" and self.engine is not None:
+            problem = self.recency.eviction_problem(self.engine.scheduler, event.get("page_id"), event.get("key"))
+            if problem:
+                r.append(problem)
         elif n in ("abort", "fail") and event.get("phase") != PHASE_NAMES[b.ph[i]]:
             r.append(f"{'aborted' if n == 'abort' else 'failed'} phase: engine {event.get('phase')}, spec {PHASE_NAMES[b.ph[i]]}")
         elif n == "notify" and i < spec.num_requests and spec.accepts(b, i):
@@ -340,6 +348,7 @@ _PAYLOAD_PROPERTIES = {
     "admit": ["single_prefill"], "prefill": ["single_prefill"], "publish": ["visible_after_compute"],
     "finish": ["visible_after_compute"], "release": ["follower_waits_for_release", "one_flight_per_input"],
     "promote": ["blocked_in_open_flight"], "expire": ["expired_never_blocked"], "abort": ["termination_validated"],
+    "evict": ["evicts_least_recently_used"],  # an engine rule the spec's pool abstracts away (recency.py)
     "fail": ["termination_validated"],
 }
 

@@ -44,6 +44,29 @@ def test_the_seeded_campaign_reaches_deep_states():
         assert result.features[feature] > 0, result.features
 
 
+def test_pressure_programs_keep_the_cache_full_and_evict_the_least_recently_used_page(monkeypatch):
+    import random
+
+    from flightcheck.checks.conform.generate import pressure_program
+    from flightcheck.impl.pages import PagePool
+
+    programs = [pressure_program(random.Random(k)) for k in range(20)]
+    result = run_programs(programs)
+    assert result.ok, result.failure.format()
+    assert result.features["evictions"] >= 20 and result.features["capacity_full"] > 0, result.features
+    # An engine whose eviction takes the most recently used leaf is caught by the recency check alone
+    # (the spec lets any unreferenced leaf go).
+    def most_recent(self):
+        leaves = [p for p in self.cached.values() if self.pages[p].ref_count == 0
+                  and self.pages[p].key not in self.num_cached_children]
+        return max(leaves, key=lambda p: self.pages[p].last_used, default=None)
+
+    monkeypatch.setattr(PagePool, "victim", most_recent)
+    broken = run_programs(programs, shrink_seconds=10)
+    assert not broken.ok and broken.failure.diagnosis.properties == ["evicts_least_recently_used"]
+    assert "not the least recently used leaf" in broken.failure.format()
+
+
 def test_a_failure_found_while_draining_is_a_failure(monkeypatch, tmp_path):
     # A deadlock shows only when the drain steps: Hypothesis may discard such an example, the campaign may not.
     monkeypatch.setattr(Scheduler, "can_admit", lambda self: None)

@@ -30,6 +30,7 @@ EXPECTED = {
     "waiter-unpinned": "refcounts_exact",
     "via-earliest-flight": "waits_for_shared_pages",
     "eos-ignored": "visible_after_compute",
+    "lru-stale-hit": "evicts_least_recently_used",
 }
 def _eviction_of_an_older_referenced_page() -> Program:
     """Y publishes its pages and keeps decoding (holding them); X computes and finishes later (its pages
@@ -44,9 +45,22 @@ def _eviction_of_an_older_referenced_page() -> Program:
                            ("arrive", 2, 0.0, 0), ("step", 6)))
 
 
+def _a_hit_that_must_refresh_its_pages() -> Program:
+    """X's pages are cached, then Y's; X comes back and hits its pages (they are now the most recently
+    used); Z then needs two pages the cache holds. The least recently used leaf is Y's, so a hit that
+    does not refresh its pages makes the engine evict X's."""
+    x = Template(tuple(class_tokens(0, 37, 256)), 1, "X")
+    y = Template(tuple(class_tokens(1, 37, 256)), 1, "Y")
+    z = Template(tuple(class_tokens(2, 53, 256)), 1, "Z")
+    setup = Setup({"coordination": "none", "max_running": 1, "prefill_chunk_pages": 64, "num_pages": 6}, (x, y, z))
+    return Program(setup, (("arrive", 0, 0.0, 0), ("step", 3), ("arrive", 1, 0.0, 0), ("step", 3),
+                           ("arrive", 0, 0.0, 0), ("step", 3), ("arrive", 2, 0.0, 0), ("step", 4)))
+
+
 # The mistake of evict-referenced needs a shape the free programs draw rarely (they found it within 600
 # programs once, then not at all once they drew prompt trees): its program is written out.
-PROGRAMS = {"evict-referenced": lambda: [_eviction_of_an_older_referenced_page()]}
+PROGRAMS = {"evict-referenced": lambda: [_eviction_of_an_older_referenced_page()],
+            "lru-stale-hit": lambda: [_a_hit_that_must_refresh_its_pages()]}
 
 
 def _programs(name: str, fixed: dict):
