@@ -5,9 +5,11 @@ Run: python scripts/bench_explore.py [--part crosscheck variants liveness symmet
 
 Parts (each prints one markdown table):
 - crosscheck: for each scale scenario, without symmetry, flightcheck's batched explorer (safety
-  properties and deadlock, no edges kept: the work SPIN's safety run does) and SPIN on the exported
-  model (``spin -a -o2``, ``gcc -O2 -DNOREDUCE -DSAFETY``, ``pan``): state counts (SPIN counts one more,
-  its start state), verdicts, time to verdict, states per second, and the ratios;
+  properties and deadlock, no edges kept: the work SPIN's safety run does) with the spec read by numpy
+  and with it compiled (``compiled=True``; its compile, cached per scope, shown apart as SPIN's build
+  is), and SPIN on the exported model (``spin -a -o2``, ``gcc -O2 -DNOREDUCE -DSAFETY``, ``pan``):
+  state counts (SPIN counts one more, its start state), verdicts, search time, states per second, and
+  the ratios;
 - variants: every design variant on small scale scenarios, both checkers' violated properties;
 - liveness: ``eventually_terminates`` by the explorer and by SPIN (``pan -a -f``, one process per
   engine action) for every variant on the small default scenarios;
@@ -48,25 +50,32 @@ def violated(result, kinds=("always", "deadlock_free")) -> list[str]:
 
 def crosscheck(names: list[str]) -> None:
     print("\n### Batched explorer vs SPIN, no symmetry, safety and deadlock\n")
-    print("| scenario | release | states (flightcheck) | states (SPIN - 1) | verdicts equal | flightcheck s (CPU s) "
-          "| SPIN search s (CPU s) | SPIN with build s | flightcheck states/s | SPIN states/s | speed ratio | CPU ratio |")
-    print("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| scenario | release | states (flightcheck) | states (SPIN - 1) | verdicts equal | numpy s (CPU s) "
+          "| compiled s (CPU s) [compile s] | SPIN search s (CPU s) | SPIN with build s | numpy states/s "
+          "| compiled states/s | SPIN states/s | speed ratio numpy | speed ratio compiled | CPU ratio compiled |")
+    print("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in names:
         for release in RELEASES:
             spec = FlightSpec(SCALE_SCENARIOS[name].with_policy(release=release))
-            cpu0 = time.process_time()
-            r = explore_batched(spec, symmetry=False, properties=safety_props(spec), max_states=10**9,
-                                threads=THREADS)
-            cpu = time.process_time() - cpu0
+            runs = {}
+            for compiled in (False, True):
+                cpu0 = time.process_time()
+                r = explore_batched(spec, symmetry=False, properties=safety_props(spec), max_states=10**9,
+                                    threads=THREADS, compiled=compiled)
+                runs[compiled] = (r, time.process_time() - cpu0 - r.extra.get("compile_seconds", 0.0))
+            (r, cpu), (c, ccpu) = runs[False], runs[True]
             # SPIN's hash table sized for the graph (2 slots a state), as one would tune it by hand.
             s = spin_safety(spec, hash_bits=max(20, math.ceil(math.log2(2 * r.stats.states))))
-            same = violated(r) == sorted(s.violated) and r.stats.states == s.states - SPIN_START_STATES
-            rate, spin_rate = r.stats.states / r.stats.seconds, s.states_per_second
+            same = violated(r) == violated(c) == sorted(s.violated) \
+                and r.stats.states == c.stats.states == s.states - SPIN_START_STATES
+            rate, crate, spin_rate = r.stats.states_per_second, c.stats.states_per_second, s.states_per_second
             print(f"| {name} | {release} | {r.stats.states:,} | {s.states - SPIN_START_STATES:,} | "
                   f"{'yes' if same else 'NO'} ({', '.join(violated(r)) or 'all hold'}) | "
-                  f"{r.stats.seconds:.2f} ({cpu:.2f}) | {s.seconds:.2f} ({s.cpu_seconds:.2f}) | "
-                  f"{s.wall_seconds:.1f} | {rate:,.0f} | {spin_rate:,.0f} | {rate / max(spin_rate, 1e-9):.2f} | "
-                  f"{s.cpu_seconds / max(cpu, 1e-9):.2f} |", flush=True)
+                  f"{r.stats.explore_seconds:.2f} ({cpu:.2f}) | {c.stats.explore_seconds:.2f} ({ccpu:.2f}) "
+                  f"[{c.extra['compile_seconds']:.1f}] | {s.seconds:.2f} ({s.cpu_seconds:.2f}) | "
+                  f"{s.wall_seconds:.1f} | {rate:,.0f} | {crate:,.0f} | {spin_rate:,.0f} | "
+                  f"{rate / max(spin_rate, 1e-9):.2f} | {crate / max(spin_rate, 1e-9):.2f} | "
+                  f"{s.cpu_seconds / max(ccpu, 1e-9):.2f} |", flush=True)
 
 
 def variants(names: list[str]) -> None:

@@ -104,7 +104,8 @@ def register(app: typer.Typer) -> None:
         variant: str = typer.Option("correct", help=f"Design variant: {', '.join(VARIANTS)}."),
         symmetry: bool = typer.Option(True, help="Merge states that differ by renaming interchangeable requests."),
         max_states: int = typer.Option(2_000_000, min=1, help="Give up beyond this many states."),
-        engine: str = typer.Option("auto", help="auto (reference on small graphs, batched above) | reference | batched."),
+        engine: str = typer.Option("auto", help="auto (reference on small graphs, batched above) | reference | batched | "
+                                               "compiled (batched, the spec compiled by numba: for millions of states)."),
         memory_limit: Optional[float] = typer.Option(None, min=0.01, help="Memory bound in GiB (default: 3/4 of what is free)."),
         safety_only: bool = typer.Option(False, "--safety-only", help="Skip liveness and keep no edges (much less memory)."),
         render: Optional[Path] = typer.Option(None, help="Write the graph: .dot, .svg, .png or .html."),

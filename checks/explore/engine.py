@@ -7,7 +7,9 @@ milliseconds per breadth-first level on numpy calls and then microseconds per st
 :func:`explore_with` with ``engine="auto"`` (the default of ``flightcheck explore`` and ``check``) runs
 the reference explorer up to :data:`AUTO_THRESHOLD` states, where the two cost about the same
 (measured by ``scripts/bench_explore.py``, see BENCHMARKS.md), and hands over to the batched explorer
-beyond it. A model without a layout (the toy models of the tests) always runs on the reference.
+beyond it. ``engine="compiled"`` is the batched explorer with the spec read through generated code
+that numba compiles (:mod:`~flightcheck.checks.explore.compiled`): a compile of seconds per scope,
+cached, for a few times fewer microseconds per state. A model without a layout (the toy models of the tests) always runs on the reference.
 
 For example::
 
@@ -28,7 +30,7 @@ from flightcheck.checks.explore.explorer import StateLimitExceeded, explore
 from flightcheck.checks.explore.result import ExploreResult
 from flightcheck.spec.properties import Property
 
-ENGINES: tuple[str, ...] = ("auto", "reference", "batched")
+ENGINES: tuple[str, ...] = ("auto", "reference", "batched", "compiled")
 # States up to which "auto" uses the reference explorer: about where the two cost the same (BENCHMARKS.md).
 AUTO_THRESHOLD = 250
 
@@ -45,10 +47,11 @@ def explore_with(spec: Any, *, engine: str = "auto", symmetry: bool = True, max_
                  properties: list[Property] | None = None, memory_limit: int | None = None,
                  keep_edges: bool | None = None,
                  progress: Callable[[Progress], None] | None = None) -> ExploreResult:
-    """Explore ``spec`` with the named engine (``auto``, ``reference`` or ``batched``)."""
+    """Explore ``spec`` with the named engine (``auto``, ``reference``, ``batched``, or ``compiled``: the
+    batched explorer reading the spec through code numba compiles, for scopes of millions of states)."""
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
-    if engine == "batched" and not supports_batched(spec):
+    if engine in ("batched", "compiled") and not supports_batched(spec):
         raise ValueError(f"{type(spec).__name__} has no layout, so the batched explorer cannot read it")
     if engine == "reference" or (engine == "auto" and not supports_batched(spec)):
         return explore(spec, symmetry=symmetry, max_states=max_states, properties=properties)
@@ -60,4 +63,5 @@ def explore_with(spec: Any, *, engine: str = "auto", symmetry: bool = True, max_
             if max_states <= AUTO_THRESHOLD:
                 raise
     return explore_batched(spec, symmetry=symmetry, max_states=max_states, properties=properties,
-                           memory_limit=memory_limit, keep_edges=keep_edges, progress=progress)
+                           memory_limit=memory_limit, keep_edges=keep_edges, progress=progress,
+                           compiled=engine == "compiled")

@@ -52,7 +52,7 @@ def test_bad_arguments_exit_2_with_a_clear_message():
         (("explore", "--variant", "nope"), "unknown variant 'nope'"),
         (("explore", "--scenario", "burst2", "--requests", "2"), "either --scenario or --requests"),
         (("explore", "--requests", "11"), "--requests must be between 1 and 10"),
-        (("explore", "--engine", "fast"), "--engine must be one of auto, reference, batched"),
+        (("explore", "--engine", "fast"), "--engine must be one of auto, reference, batched, compiled"),
         (("explore", "--render", "x.svg", "--safety-only"), "--render needs the edges"),
         (("export", "--scenario", "burst2"), "choose the format: --promela"),
         (("export", "--promela", "--scenario", "nope"), "unknown scenario 'nope'"),
@@ -87,6 +87,8 @@ def test_explore_scale_scenarios_run_on_the_batched_explorer():
     assert out["stats"]["states"] == 43592 and "eventually_terminates" not in {p["name"] for p in out["properties"]}
     out = json.loads(invoke("explore", "--scenario", "burst2", "--engine", "batched", "--json").output)
     assert out["engine"] == "batched" and out["stats"]["states"] == 52
+    out = json.loads(invoke("explore", "--scenario", "burst2", "--engine", "compiled", "--json").output)
+    assert out["engine"] == "compiled" and out["stats"]["states"] == 52
 
 
 def test_explore_beyond_the_memory_bound_exits_2_naming_the_scope_and_what_to_do():
