@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 _MODELS: dict[str, Any] = {}
+_TEXT: dict[str, Any] = {}  # the tokenizer of each model loaded
 
 
 def load_model(name: str) -> tuple[Any, list[int], int]:
@@ -21,23 +22,46 @@ def load_model(name: str) -> tuple[Any, list[int], int]:
         if name == "tiny":
             from flightcheck.impl.tiny import tiny_model
             _MODELS[name] = (tiny_model(0), [], 256)
+            _TEXT[name] = TinyText()
         elif name == "smollm2":
             from flightcheck.impl.gguf import load_smollm2
             model, tokenizer, _info = load_smollm2()
             _MODELS[name] = (model, [tokenizer.eos_id], 49152)
+            _TEXT[name] = tokenizer
         else:
             raise ValueError(f"unknown model {name!r}; expected tiny or smollm2")
     return _MODELS[name]
 
 
+class TinyText:
+    """Text for the tiny model's token ids, one character each (``chr(0x4E00 + id)``), so that its
+    runs can use stop strings: the engine needs a tokenizer to look for them in the output."""
+
+    BASE = 0x4E00
+
+    def encode(self, text: str) -> list[int]:
+        """Each character back to its token id."""
+        return [ord(c) - self.BASE for c in text]
+
+    def decode(self, token_ids: Sequence[int]) -> str:
+        """One character per token id."""
+        return "".join(chr(self.BASE + int(t)) for t in token_ids)
+
+
+def text_codec(model_name: str) -> Any:
+    """The tokenizer a conformance engine over ``model_name`` decodes its outputs with."""
+    load_model(model_name)
+    return _TEXT[model_name]
+
+
 def build_engine(model_name: str, config: Any, extra_eos: Sequence[int] = ()) -> Any:
-    """A fresh engine over a cached model with its own KV pools; ``extra_eos`` are end-of-sequence
-    tokens beside the model's own."""
+    """A fresh engine over a cached model with its own KV pools and a tokenizer (so that requests may
+    carry stop strings); ``extra_eos`` are end-of-sequence tokens beside the model's own."""
     from flightcheck.impl.engine import Engine
     from flightcheck.impl.runner import ModelRunner
 
     model, eos, _vocab = load_model(model_name)
-    return Engine(ModelRunner(model, num_pages=config.num_pages), None, config,
+    return Engine(ModelRunner(model, num_pages=config.num_pages), text_codec(model_name), config,
                   eos_token_ids=[*eos, *extra_eos])
 
 

@@ -55,7 +55,8 @@ def random_setup(rng: random.Random, *, fixed: dict | None = None) -> Setup:
     config.update(fixed)
     if config["coordination"] != "none":
         config["prefix_caching"] = True
-    return Setup(config, tuple(templates), eos_template=_eos_template(rng, len(templates)))
+    return Setup(config, tuple(templates), eos_template=_eos_template(rng, len(templates)),
+                 stop_template=_stop_template(rng, len(templates)))
 
 
 def _eos_template(rng: random.Random, num_templates: int) -> int | None:
@@ -63,6 +64,13 @@ def _eos_template(rng: random.Random, num_templates: int) -> int | None:
     a generator of its own, seeded by ``rng``'s state without advancing it, so the rest of a program
     is what it was before runs could finish on EOS."""
     side = random.Random(hash(rng.getstate()[1]))
+    return side.randrange(num_templates) if side.random() < 0.25 else None
+
+
+def _stop_template(rng: random.Random, num_templates: int) -> int | None:
+    """In a quarter of the runs, one template's requests carry a stop string (see ``Setup``); drawn as
+    :func:`_eos_template` is, from a generator of its own."""
+    side = random.Random(hash(rng.getstate()[1]) ^ 0x570)
     return side.randrange(num_templates) if side.random() < 0.25 else None
 
 
@@ -168,7 +176,8 @@ def scenario_setup(rng: random.Random, name: str, policy: dict | None = None) ->
                                               "max_running", "prefill_chunk_pages", "num_pages", "min_shared_pages")}
     # Early finishes are the spec's only without a pool (with one, memory depends on the whole decode).
     eos = None if scn.has_pool else _eos_template(rng, len(templates))
-    return Setup(fields, tuple(templates), name, dict(policy or {}), eos)
+    stop = None if scn.has_pool else _stop_template(rng, len(templates))
+    return Setup(fields, tuple(templates), name, dict(policy or {}), eos, stop)
 
 
 def scenario_program(rng: random.Random, name: str, policy: dict | None = None) -> Program:

@@ -205,6 +205,16 @@ def _eos_ignored(setattr_fn: Setattr) -> None:
     setattr_fn(Scheduler, "can_finish", can_finish)
 
 
+def _stop_reported_as_length(setattr_fn: Setattr) -> None:
+    original = Scheduler.can_finish
+
+    def can_finish(self: Scheduler, request: Any) -> str | None:
+        reason = original(self, request)
+        return "length" if reason == "stop" else reason  # the mistake: a stop string is reported as length
+
+    setattr_fn(Scheduler, "can_finish", can_finish)
+
+
 @dataclass(frozen=True)
 class Mutant:
     """A broken engine: its name, the property that must catch it, the story, and the patch."""
@@ -275,6 +285,9 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     Mutant("evict-referenced", "in_use_never_evicted",
            "Eviction takes the least recently used leaf even when a request still references it.",
            _evict_referenced, "evict-referenced"),
+    Mutant("stop-as-length", "visible_after_compute",
+           "A request that completes a stop string finishes, but with reason length.",
+           _stop_reported_as_length),
     Mutant("lru-stale-hit", "evicts_least_recently_used",
            "A cache hit takes its reference without making the page recently used, so eviction takes "
            "a page just hit before one unused for longer.", _lru_stale_hit),

@@ -60,6 +60,10 @@ class Setup:
     # token in this run, beside the model's own: the tiny random model has none and repeats one token
     # per prompt, so this is how a run makes requests finish on EOS (any temperature: it is peaked).
     eos_template: int | None = None
+    # This template's requests carry a stop string: the text of twice the token the model emits first
+    # for its prompt (the tiny model repeats it), so they finish on "stop" at their second output, or
+    # earlier on EOS or length, or never on it, each of which the finish check reads off the outputs.
+    stop_template: int | None = None
 
     def describe(self) -> str:
         """One line: the knobs that matter and the templates."""
@@ -68,7 +72,8 @@ class Setup:
         tpl = ", ".join(f"t{n}={t.label or len(t.tokens)}/max_tokens {t.max_tokens}" for n, t in enumerate(self.templates))
         bound = f"scenario {self.scenario}; " if self.scenario else ""
         eos = f"; EOS: t{self.eos_template}'s first token" if self.eos_template is not None else ""
-        return f"engine({bound}{knobs}; templates {tpl}{eos})"
+        stop = f"; stop string: t{self.stop_template}'s first token twice" if self.stop_template is not None else ""
+        return f"engine({bound}{knobs}; templates {tpl}{eos}{stop})"
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,8 @@ class Program:
                                for t in s.templates]}
         if s.eos_template is not None:
             setup["eos_template"] = s.eos_template
+        if s.stop_template is not None:
+            setup["stop_template"] = s.stop_template
         return {"setup": setup, "ops": [list(op) for op in self.ops]}
 
     @classmethod
@@ -103,10 +110,13 @@ class Program:
             s = obj["setup"]
             templates = tuple(Template(tuple(int(x) for x in t["tokens"]), int(t["max_tokens"]), str(t.get("label", "")))
                               for t in s["templates"])
-            eos = s.get("eos_template")
-            if eos is not None and (isinstance(eos, bool) or not isinstance(eos, int) or not 0 <= eos < len(templates)):
-                raise ValueError(f"eos_template {eos!r} names no template (there are {len(templates)})")
-            setup = Setup(dict(s["config"]), templates, s.get("scenario"), dict(s.get("policy") or {}), eos)
+            named = {}
+            for key in ("eos_template", "stop_template"):
+                t = s.get(key)
+                if t is not None and (isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < len(templates)):
+                    raise ValueError(f"{key} {t!r} names no template (there are {len(templates)})")
+                named[key] = t
+            setup = Setup(dict(s["config"]), templates, s.get("scenario"), dict(s.get("policy") or {}), **named)
             ops = tuple(tuple(op) for op in obj["ops"])
         except (KeyError, TypeError, ValueError) as error:
             raise ValueError(f"not a conformance program: {error!r}") from None

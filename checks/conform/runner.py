@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
-from flightcheck.checks.conform.engines import build_engine, first_token
+from flightcheck.checks.conform.engines import build_engine, first_token, text_codec
 from flightcheck.checks.conform.monitor import Monitor
 from flightcheck.checks.conform.program import KINDS, Op, Program, Setup, describe_op
 from flightcheck.impl.config import EngineConfig
@@ -66,6 +66,10 @@ class ProgramRun:
         self.config = EngineConfig(**setup.config)
         eos = [] if setup.eos_template is None else [first_token(model, setup.templates[setup.eos_template].tokens)]
         self.engine = build_engine(model, self.config, eos)
+        self.stop: tuple[str, ...] = ()  # the stop template's stop string
+        if setup.stop_template is not None:
+            first = first_token(model, setup.templates[setup.stop_template].tokens)
+            self.stop = (text_codec(model).decode([first, first]),)
         scenario = policy = None
         if setup.scenario is not None:
             from flightcheck.spec.scenario import SCENARIOS
@@ -140,7 +144,8 @@ class ProgramRun:
         if self.setup.scenario is not None:
             self.monitor.tracker.next_index = t  # scenario-bound: template t is spec request t
         self.arrived.add(t)
-        params = SamplingParams(temperature=temperature, seed=seed, max_tokens=tpl.max_tokens)
+        stop = self.stop if t == self.setup.stop_template else ()
+        params = SamplingParams(temperature=temperature, seed=seed, max_tokens=tpl.max_tokens, stop=stop)
         self.rules.append(describe_op(("arrive", t, temperature, seed)))  # first: it shows even if the arrival breaks
         rid = self._guard("arrive", lambda: self.engine.add_request(list(tpl.tokens), params))
         self.rules[-1] += f" -> request {rid}"

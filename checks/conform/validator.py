@@ -286,13 +286,15 @@ class TraceValidator:
 
     def _waiters(self, s: Any, f: int) -> list[int]:
         """Engine IDs of the requests blocked waiting via flight ``f`` (prefix coordination)."""
-        return [self.tracker.engine_of.get(j) for j in range(self.spec.num_requests)
-                if j != f and s.via[j] == f + 1 and s.ph[j] == BLOCKED]
+        return self._blocked_on(s.via, s, f)
 
     def _followers(self, s: Any, f: int) -> list[int]:
         """Engine IDs of the blocked followers of flight ``f`` in spec state view ``s``."""
+        return self._blocked_on(s.mem, s, f)
+
+    def _blocked_on(self, field: Any, s: Any, f: int) -> list[int]:
         return [self.tracker.engine_of.get(j) for j in range(self.spec.num_requests)
-                if j != f and s.mem[j] == f + 1 and s.ph[j] == BLOCKED]
+                if j != f and field[j] == f + 1 and s.ph[j] == BLOCKED]
 
     def compare(self, event: dict | None, action: Action | None, before: State | None,
                 context: str = "") -> None:

@@ -126,10 +126,30 @@ def test_a_run_with_an_eos_template_finishes_its_requests_on_eos_at_their_first_
     assert reasons == {0: ("eos", 1), 1: ("length", 4), 2: ("eos", 1)} and run.outcome().ok
 
 
-def test_an_eos_template_that_names_no_template_is_refused():
+def test_a_run_with_a_stop_template_finishes_its_requests_on_the_stop_string():
+    from flightcheck.checks.conform.program import Setup, Template
+    from flightcheck.checks.conform.prompts import class_tokens
+    from flightcheck.checks.conform.runner import ProgramRun
+    a, b = Template(tuple(class_tokens(0, 20, 256)), 4, "A"), Template(tuple(class_tokens(1, 20, 256)), 1, "B")
+    program = Program(Setup({"num_pages": 12, "max_running": 2}, (a, b), stop_template=0),
+                      (("arrive", 0, 0.0, 0), ("arrive", 1, 0.0, 1), ("step", 2)))
+    assert Program.from_json(program.to_json()) == program
+    assert "stop string: t0's first token twice" in program.lines()[0]
+    run = ProgramRun(program.setup)
+    for op in program.ops:
+        run.execute(op)
+    run.drain()
+    reasons = {r.request_id: (r.finish_reason, len(r.output_token_ids)) for r in run.engine.scheduler.requests.values()}
+    # The tiny model repeats its first token, so the stop string is complete at the second output.
+    assert reasons == {0: ("stop", 2), 1: ("length", 1)} and run.outcome().ok
+    assert run.engine.result(0).text == ""  # the text is cut before the stop string
+
+
+@pytest.mark.parametrize("key", ["eos_template", "stop_template"])
+def test_a_special_template_that_names_no_template_is_refused(key):
     program = next(seeded_programs(0, 1)).to_json()
-    program["setup"]["eos_template"] = len(program["setup"]["templates"])
-    with pytest.raises(ValueError, match="eos_template .* names no template"):
+    program["setup"][key] = len(program["setup"]["templates"])
+    with pytest.raises(ValueError, match=f"{key} .* names no template"):
         Program.from_json(program)
 
 

@@ -31,6 +31,7 @@ EXPECTED = {
     "via-earliest-flight": "waits_for_shared_pages",
     "eos-ignored": "visible_after_compute",
     "lru-stale-hit": "evicts_least_recently_used",
+    "stop-as-length": "visible_after_compute",
 }
 def _eviction_of_an_older_referenced_page() -> Program:
     """Y publishes its pages and keeps decoding (holding them); X computes and finishes later (its pages
