@@ -84,7 +84,8 @@ class EngineConformance(RuleBasedStateMachine):
         # Swarm testing: each run switches a random subset of the optional kinds off.
         self.enabled = tuple(k for k in OPTIONAL if not d(st.booleans(), f"swarm: {k} off"))
         eos = d(st.one_of(st.none(), st.integers(0, len(templates) - 1)), "EOS: a template's first token")
-        self.run = ProgramRun(Setup(config, tuple(templates), eos_template=eos), o.model)
+        stop = d(st.one_of(st.none(), st.integers(0, len(templates) - 1)), "stop string: a template's first token twice")
+        self.run = ProgramRun(Setup(config, tuple(templates), eos_template=eos, stop_template=stop), o.model)
         self.result.runs += 1
 
     # --- rules ----------------------------------------------------------------------------------------
