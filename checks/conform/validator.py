@@ -200,6 +200,9 @@ class TraceValidator:
         elif event.get("via") != via:
             reasons.append(f"the engine has it wait via flight {event.get('via')}, the spec via {via} (the open flight "
                            "whose prompt shares the most pages with its own, at least min_shared_pages)")
+        elif via is not None and event.get("shared_pages") != self.spec.num_shared(i, s.via[i] - 1):
+            reasons.append(f"shared_pages: engine {event.get('shared_pages')}, spec {self.spec.num_shared(i, s.via[i] - 1)} "
+                           "(the pages its prompt has in common with the flight's)")
         if reasons:
             props = ["one_flight_per_input"] if role != "solo" else []
             if via is not None or event.get("via") is not None:

@@ -164,3 +164,22 @@ def test_a_quarter_of_the_seeded_programs_end_requests_on_eos_and_the_rest_are_u
     before = rng.getstate()
     assert {_eos_template(rng, 3) for _ in range(3)} == {_eos_template(random.Random(5), 3)}
     assert rng.getstate() == before
+
+
+def test_a_wait_via_a_flight_must_name_the_pages_it_shares(monkeypatch):
+    from dataclasses import replace
+
+    from flightcheck.impl.coordinator import Coordinator
+
+    original = Coordinator.arrive
+
+    def arrive(self, *args, **kwargs):
+        decision = original(self, *args, **kwargs)
+        if decision.via_flight_id is None:
+            return decision
+        return replace(decision, shared_pages=decision.shared_pages + 1)  # the wrong count in the event
+
+    monkeypatch.setattr(Coordinator, "arrive", arrive)
+    result = run_programs(seeded_programs(0, 200), shrink_seconds=10)
+    assert not result.ok and "waits_for_shared_pages" in result.failure.diagnosis.properties
+    assert "shared_pages: engine" in result.failure.format()

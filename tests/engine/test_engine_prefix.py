@@ -352,6 +352,14 @@ def test_bad_prefix_configuration_is_rejected_by_name(overrides, message):
 
 
 # --- the coordinator alone ---------------------------------------------------------------------
+@pytest.mark.parametrize("value", [0, -1, True, "2"])
+def test_a_coordinator_built_by_hand_refuses_a_bad_min_shared_pages(value):
+    with pytest.raises(ValueError, match=f"min_shared_pages must be an integer >= 1, got {value!r}"):
+        Coordinator("prefix", min_shared_pages=value)
+    with pytest.raises(ValueError, match="coordination must be one of"):
+        Coordinator("radix")
+
+
 def test_the_page_key_index_follows_the_open_flights():
     c = Coordinator("prefix", min_shared_pages=1)
     assert c.arrive(0, (1,), ("k0", "k1")).via_flight_id is None
