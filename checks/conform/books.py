@@ -247,7 +247,8 @@ def finish_problems(engine: Any, engine_id: int, event: dict[str, Any]) -> list[
 
     Read from its outputs alone (not from the engine's own test): the first output that is an EOS
     token (unless ignored), completes a stop string, reaches ``max_tokens`` or fills the context ends
-    the request, with reason "eos", "stop" or "length" in that order of precedence."""
+    the request, with reason "eos", "stop" or "length" in that order of precedence; and the first of
+    them has its time (what a client reads as the time to first token)."""
     request = engine.scheduler.requests.get(engine_id)
     if request is None:
         return [f"finish: the engine no longer knows request {engine_id}"]
@@ -268,6 +269,9 @@ def finish_problems(engine: Any, engine_id: int, event: dict[str, Any]) -> list[
         return [f"finish: r{engine_id} finished ({event.get('reason')}) after {len(outputs)} outputs, none of which ends it"]
     k, reason = end
     out = []
+    if request.first_token_time is None or request.first_token_time < request.arrival_time:
+        out.append(f"finish: r{engine_id} produced {len(outputs)} outputs but its time to first token is "
+                   f"{request.ttft_s!r}")
     if k + 1 != len(outputs):
         out.append(f"finish: r{engine_id} should have finished at output {k + 1} ({reason}), finished after {len(outputs)}")
     elif event.get("reason") != reason:

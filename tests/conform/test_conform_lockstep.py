@@ -183,3 +183,16 @@ def test_a_wait_via_a_flight_must_name_the_pages_it_shares(monkeypatch):
     result = run_programs(seeded_programs(0, 200), shrink_seconds=10)
     assert not result.ok and "waits_for_shared_pages" in result.failure.diagnosis.properties
     assert "shared_pages: engine" in result.failure.format()
+
+
+def test_a_finished_request_must_have_its_time_to_first_token(monkeypatch):
+    original = Scheduler.prefill
+
+    def prefill(self, work, logits):
+        original(self, work, logits)
+        work.request.first_token_time = None  # the mistake: the first token's time is not kept
+
+    monkeypatch.setattr(Scheduler, "prefill", prefill)
+    result = run_programs(seeded_programs(0, 20), shrink_seconds=5)
+    assert not result.ok
+    assert any("time to first token is None" in r for r in result.failure.diagnosis.reasons)
