@@ -270,6 +270,23 @@ def corpus_rows(ctx: Context) -> list[Row]:
     return rows
 
 
+def shape_rows(ctx: Context) -> list[Row]:
+    """The hand-written programs of :mod:`flightcheck.checks.conform.shapes`, each replayed once."""
+    from flightcheck.checks.conform.runner import run_program
+    from flightcheck.checks.conform.shapes import SHAPES
+
+    t = time.perf_counter()
+    for name, shape in SHAPES.items():
+        out = run_program(shape.program(), ctx.model)
+        if not out.ok:
+            d = out.diagnosis
+            return [Row("conform", "shapes", False, f"{name}: {d.summary} [{', '.join(d.properties)}]",
+                        time.perf_counter() - t, {"shape": name, "story": shape.story, "rules": out.rules,
+                                                  "diagnosis": d.to_json()})]
+    return [Row("conform", "shapes", True, f"{len(SHAPES)} hand-written programs conform ({', '.join(SHAPES)})",
+                time.perf_counter() - t, {"shapes": list(SHAPES)})]
+
+
 def _seeded(args: tuple[str, str, int, str, float | None, int, str]) -> dict[str, Any]:
     import flightcheck.impl  # noqa: F401 -- the fast BLAS first, in a fresh process
     from flightcheck.checks.conform.campaign import run_programs, seeded_programs
@@ -308,10 +325,11 @@ def seeded_rows(ctx: Context) -> list[Row]:
 
 
 def conform_stage(ctx: Context) -> list[Row]:
-    """The engine against the spec: the corpus replayed, the seeded campaign, and the probe."""
+    """The engine against the spec: the corpus replayed, the hand-written shapes, the seeded campaign,
+    and the probe."""
     from flightcheck.checks.conform.probe import probe
 
-    rows = corpus_rows(ctx) + seeded_rows(ctx)
+    rows = corpus_rows(ctx) + shape_rows(ctx) + seeded_rows(ctx)
     t = time.perf_counter()
     evidence: dict[str, Any] = {}
     try:

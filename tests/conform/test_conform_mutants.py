@@ -6,9 +6,8 @@ import json
 import pytest
 
 from flightcheck.checks.conform.campaign import run_conformance, run_programs, seeded_programs
-from flightcheck.checks.conform.program import Program, Setup, Template
-from flightcheck.checks.conform.prompts import class_tokens
 from flightcheck.checks.conform.runner import run_program
+from flightcheck.checks.conform.shapes import SHAPES
 from flightcheck.checks.conform.mutants import MUTANTS
 from flightcheck.checks.conform.results import ConformOptions
 
@@ -33,35 +32,10 @@ EXPECTED = {
     "lru-stale-hit": "evicts_least_recently_used",
     "stop-as-length": "visible_after_compute",
 }
-def _eviction_of_an_older_referenced_page() -> Program:
-    """Y publishes its pages and keeps decoding (holding them); X computes and finishes later (its pages
-    stay cached, unreferenced, more recently used); Z's prefill then runs the 9-page pool short. The
-    least recently used leaf is Y's, which Y still reads: only an eviction that skips referenced pages
-    takes X's."""
-    y = Template(tuple(class_tokens(0, 37, 256)), 30, "Y")
-    x = Template(tuple(class_tokens(1, 37, 256)), 1, "X")
-    z = Template(tuple(class_tokens(2, 53, 256)), 1, "Z")
-    setup = Setup({"coordination": "none", "max_running": 2, "prefill_chunk_pages": 1, "num_pages": 9}, (y, x, z))
-    return Program(setup, (("arrive", 0, 0.0, 0), ("step", 3), ("arrive", 1, 0.0, 0), ("step", 5),
-                           ("arrive", 2, 0.0, 0), ("step", 6)))
-
-
-def _a_hit_that_must_refresh_its_pages() -> Program:
-    """X's pages are cached, then Y's; X comes back and hits its pages (they are now the most recently
-    used); Z then needs two pages the cache holds. The least recently used leaf is Y's, so a hit that
-    does not refresh its pages makes the engine evict X's."""
-    x = Template(tuple(class_tokens(0, 37, 256)), 1, "X")
-    y = Template(tuple(class_tokens(1, 37, 256)), 1, "Y")
-    z = Template(tuple(class_tokens(2, 53, 256)), 1, "Z")
-    setup = Setup({"coordination": "none", "max_running": 1, "prefill_chunk_pages": 64, "num_pages": 6}, (x, y, z))
-    return Program(setup, (("arrive", 0, 0.0, 0), ("step", 3), ("arrive", 1, 0.0, 0), ("step", 3),
-                           ("arrive", 0, 0.0, 0), ("step", 3), ("arrive", 2, 0.0, 0), ("step", 4)))
-
-
-# The mistake of evict-referenced needs a shape the free programs draw rarely (they found it within 600
-# programs once, then not at all once they drew prompt trees): its program is written out.
-PROGRAMS = {"evict-referenced": lambda: [_eviction_of_an_older_referenced_page()],
-            "lru-stale-hit": lambda: [_a_hit_that_must_refresh_its_pages()]}
+# The mistakes of evict-referenced and lru-stale-hit need shapes the free programs draw rarely (the first
+# was found within 600 programs once, then not at all once they drew prompt trees): checks/conform/shapes.py.
+PROGRAMS = {"evict-referenced": lambda: [SHAPES["eviction-skips-a-referenced-page"].program()],
+            "lru-stale-hit": lambda: [SHAPES["a-hit-refreshes-recency"].program()]}
 
 
 def _programs(name: str, fixed: dict):

@@ -1,0 +1,64 @@
+"""Hand-written programs for shapes the generators reach rarely, replayed by ``check`` every run.
+
+The corpus is bound to the default scenarios (its programs steer the engine onto spec edges), and the
+seeded campaign draws free programs at random; neither is sure to build the few exact orders some
+engine mistakes need. Each program here is one such order, written out with the mistake it pins, so
+``flightcheck check`` replays it deterministically beside the corpus (the ``shapes`` row of the
+conform stage) and a test can use it on a deliberately broken engine.
+
+For example::
+
+    >>> sorted(SHAPES)
+    ['a-hit-refreshes-recency', 'eviction-skips-a-referenced-page']
+    >>> SHAPES["a-hit-refreshes-recency"].program().setup.config["num_pages"]
+    6
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from flightcheck.checks.conform.program import Program, Setup, Template
+from flightcheck.checks.conform.prompts import class_tokens
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A named program and the mistake it pins."""
+
+    name: str
+    story: str
+    program: Callable[[], Program]
+
+
+def _a_hit_refreshes_recency() -> Program:
+    x = Template(tuple(class_tokens(0, 37, 256)), 1, "X")
+    y = Template(tuple(class_tokens(1, 37, 256)), 1, "Y")
+    z = Template(tuple(class_tokens(2, 53, 256)), 1, "Z")
+    setup = Setup({"coordination": "none", "max_running": 1, "prefill_chunk_pages": 64, "num_pages": 6}, (x, y, z))
+    return Program(setup, (("arrive", 0, 0.0, 0), ("step", 3), ("arrive", 1, 0.0, 0), ("step", 3),
+                           ("arrive", 0, 0.0, 0), ("step", 3), ("arrive", 2, 0.0, 0), ("step", 4)))
+
+
+def _eviction_skips_a_referenced_page() -> Program:
+    y = Template(tuple(class_tokens(0, 37, 256)), 30, "Y")
+    x = Template(tuple(class_tokens(1, 37, 256)), 1, "X")
+    z = Template(tuple(class_tokens(2, 53, 256)), 1, "Z")
+    setup = Setup({"coordination": "none", "max_running": 2, "prefill_chunk_pages": 1, "num_pages": 9}, (y, x, z))
+    return Program(setup, (("arrive", 0, 0.0, 0), ("step", 3), ("arrive", 1, 0.0, 0), ("step", 5),
+                           ("arrive", 2, 0.0, 0), ("step", 6)))
+
+
+SHAPES: dict[str, Shape] = {s.name: s for s in (
+    Shape("a-hit-refreshes-recency",
+          "X's pages are cached, then Y's; X comes back and hits its pages, which are then the most recently "
+          "used; Z needs two of the cached pages. The least recently used leaf is Y's: an engine whose hit "
+          "does not refresh its pages (or refreshes them with a clock that did not move) evicts X's.",
+          _a_hit_refreshes_recency),
+    Shape("eviction-skips-a-referenced-page",
+          "Y publishes its pages and keeps decoding (holding them); X computes and finishes later (its pages "
+          "stay cached, unreferenced, more recently used); Z's prefill runs the pool short. The least "
+          "recently used leaf is Y's, which Y still reads: only an eviction that skips referenced pages "
+          "takes X's.", _eviction_skips_a_referenced_page),
+)}
