@@ -14,7 +14,8 @@ distinct subexpression), and the lines go into two functions that numba compiles
   action and state by state within one (the order :meth:`BatchedTransitions.expand` produces, so
   both number every state alike), each successor packed straight from its parent's key with only
   the changed slots rewritten. A value outside its slot's range stops it with the action in ``err``;
-  the numpy reading then names the slot and the values (:class:`SpecRangeError`), and the explorer
+  the numpy reading then names the slot and the values
+  (:class:`~flightcheck.checks.explore.transitions.SpecRangeError`), and the explorer
   widens the slot and goes on without this reading.
 
 Nothing here names a field, an action or a property, so a spec change reaches this reading as it
@@ -50,7 +51,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from flightcheck.checks.explore.packing import StateCodec
-from flightcheck.checks.explore.transitions import SpecRangeError
 
 
 class _Local(threading.local):
@@ -359,7 +359,7 @@ class CompiledTransitions:
 
     def successors(self, keys: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The candidate keys ``(words, E)`` of every enabled pair, their parent rows and actions,
-        grouped by action; a value outside its slot's range raises :class:`SpecRangeError` (as the
+        grouped by action; a value outside its slot's range raises ``SpecRangeError`` (as the
         numpy reading names it: the slot and the values, for the explorer to widen)."""
         total = int(np.count_nonzero(G))
         out = np.empty((self.codec.words, total), dtype=np.int64)

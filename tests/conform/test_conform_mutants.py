@@ -44,8 +44,9 @@ def _programs(name: str, fixed: dict):
     return seeded_programs(0, 200, fixed=fixed)
 
 
-def test_the_written_out_program_conforms_on_the_real_engine():
-    out = run_program(_eviction_of_an_older_referenced_page())
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_the_written_out_programs_conform_on_the_real_engine_and_evict(name):
+    out = run_program(SHAPES[name].program())
     assert out.ok and "evict(" in " ".join(out.actions), out.actions
 
 
