@@ -6,7 +6,8 @@ not advance, a reference that does not refresh a page, a comparison the wrong wa
 spec property; its cache just keeps the wrong pages. :class:`Recency` keeps an order of its own from
 what the engine does, not from its clock: after every event it notes which pages gained a holder
 (a block table that now lists the page: an allocation, a cache hit, a follower's pins, a publication
-that merged a page into an existing one), stamped with the event's number. When the engine evicts,
+that merged a page into an existing one; not a promotion, which hands the lost leader's references
+over without taking any), stamped with the event's number. When the engine evicts,
 the victim must have the oldest stamp among the pages it could have taken then (the unreferenced
 cached leaves just before the eviction). Pages stamped by one event tie, and either may go: the engine
 orders references within one call by its own clock, which this coarser order does not see.
@@ -20,6 +21,10 @@ For example::
     >>> _ = eng.step(); rec.observe(eng.scheduler, 1)
     >>> sorted(rec.stamp.values())
     [1, 1, 1]
+    >>> handed_over = Recency()
+    >>> handed_over.observe(eng.scheduler, 7, refresh=False)  # a promotion takes no reference
+    >>> handed_over.stamp
+    {}
 """
 
 from __future__ import annotations
@@ -35,14 +40,16 @@ class Recency:
         self._holders: dict[int, set[Any]] = {}
         self._parent: dict[str, str | None] = {}  # cached page key -> its parent's key, as last seen
 
-    def observe(self, sched: Any, tick: int) -> None:
-        """Note the holders of every page after event ``tick``."""
+    def observe(self, sched: Any, tick: int, *, refresh: bool = True) -> None:
+        """Note the holders of every page after event ``tick``. ``refresh=False`` for an event that
+        only hands references over (a promotion gives the lost leader's pages to the new leader): no
+        reference is taken, so no page becomes more recently used."""
         holders: dict[int, set[Any]] = {}
         for rid, r in sched.requests.items():
             for page_id in r.block_table:
                 holders.setdefault(page_id, set()).add(rid)
         for page_id, now in holders.items():
-            if not now <= self._holders.get(page_id, set()):
+            if refresh and not now <= self._holders.get(page_id, set()):
                 self.stamp[page_id] = tick
         self._holders = holders
         for page_id in sched.pool.cached.values():

@@ -139,7 +139,7 @@ class TraceValidator:
         if self.compare_states:
             self.compare(event, action, before)
         if self.engine is not None:
-            self.recency.observe(self.engine.scheduler, self.num_events)
+            self.recency.observe(self.engine.scheduler, self.num_events, refresh=action.name != "promote")
         return action
 
     @contextmanager
