@@ -63,14 +63,20 @@ def _eos_template(rng: random.Random, num_templates: int) -> int | None:
     """In a quarter of the runs, one template's first token is an EOS token (see ``Setup``). Drawn from
     a generator of its own, seeded by ``rng``'s state without advancing it, so the rest of a program
     is what it was before runs could finish on EOS."""
-    side = random.Random(hash(rng.getstate()[1]))
+    side = _side(rng, 0)
     return side.randrange(num_templates) if side.random() < 0.25 else None
+
+
+def _side(rng: random.Random, salt: int) -> random.Random:
+    """A generator of its own for one optional draw, seeded by ``rng``'s state (and ``salt``, one per
+    draw) without advancing it, so that adding a draw leaves every other part of a program as it was."""
+    return random.Random(hash(rng.getstate()[1]) ^ salt)
 
 
 def _stop_template(rng: random.Random, num_templates: int) -> int | None:
     """In a quarter of the runs, one template's requests carry a stop string (see ``Setup``); drawn as
     :func:`_eos_template` is, from a generator of its own."""
-    side = random.Random(hash(rng.getstate()[1]) ^ 0x570)
+    side = _side(rng, 0x570)
     return side.randrange(num_templates) if side.random() < 0.25 else None
 
 
@@ -107,7 +113,7 @@ def random_program(rng: random.Random, *, fixed: dict | None = None) -> Program:
     """A free program: a random setup and random operations; one in five is a memory-pressure program
     instead (see :func:`pressure_program`), drawn from a generator of its own so that the others are
     the programs they were before."""
-    side = random.Random(hash(rng.getstate()[1]) ^ 0x5EED)
+    side = _side(rng, 0x5EED)
     if side.random() < 0.2:
         return pressure_program(side, fixed=fixed)
     setup = random_setup(rng, fixed=fixed)
