@@ -52,6 +52,8 @@ def register(app: typer.Typer) -> None:
                                                   "each mutant (repeatable; default the engine stages of check)."),
         quick: bool = typer.Option(False, "--quick", help="Run the stages with quick=True (what check --quick runs)."),
         jobs: int = typer.Option(2, min=1, help="Mutants run at once, each in its own process."),
+        all_rows: bool = typer.Option(False, "--all-rows", help="Run every row of every stage on each mutant "
+                                      "(default: a mutant ends at its first failing row, cheapest checks first)."),
         timeout: Optional[float] = typer.Option(None, min=1, help="Seconds per mutant before it counts as killed "
                                                 "by timeout (default: 20x the baseline, at least 120)."),
         sample: Optional[int] = typer.Option(None, min=1, help="Run a random subset of this many mutants."),
@@ -108,7 +110,7 @@ def register(app: typer.Typer) -> None:
                            "equivalence_file": str(equivalent or DEFAULT_PATH)},
                           {"stages": list(stages), "quick": quick})
             return
-        opts = RunOptions(stages=stages, quick=quick, jobs=jobs, timeout=timeout)
+        opts = RunOptions(stages=stages, quick=quick, jobs=jobs, timeout=timeout, all_rows=all_rows)
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
@@ -149,7 +151,7 @@ def register(app: typer.Typer) -> None:
                 log.close()
         meta = {"command": "flightcheck mutate " + " ".join(shlex.quote(a) for a in sys.argv[2:]),
                 "date": datetime.date.today().isoformat(), "stages": list(stages), "quick": quick, "jobs": jobs,
-                "timeout": per_mutant, "baseline_seconds": round(base_seconds, 2),
+                "timeout": per_mutant, "all_rows": all_rows, "baseline_seconds": round(base_seconds, 2),
                 "seconds": round(time.perf_counter() - t0, 1), "files": [t.file for t in targets],
                 "operators": list(ops), "sample": sample, "seed": seed,
                 "equivalence_file": str(equivalent or DEFAULT_PATH)}

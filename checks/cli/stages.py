@@ -44,6 +44,9 @@ class Context:
     model: str = "tiny"
     save_dir: Path = Path(".")    # where a failing conformance program is written
     jobs: int = max(1, min(2, os.cpu_count() or 1))
+    # Stop a stage at its first failing row, cheapest checks first (``flightcheck mutate``: one failing
+    # row kills a mutant, and the verdict is the same as the whole stage's, since any failing row fails it).
+    first_failure: bool = False
 
 
 def _parallel(fn: Callable[[Any], Any], items: list[Any], jobs: int) -> list[Any]:
@@ -211,11 +214,11 @@ def equiv_stage(ctx: Context) -> list[Row]:
 
 
 # --- conform ---------------------------------------------------------------------------------------------
-def _replay_entries(args: tuple[list[dict], str]) -> list[tuple[str, Any, list[str], int, float]]:
+def _replay_entries(args: tuple[list[dict], str, bool]) -> list[tuple[str, Any, list[str], int, float]]:
     import flightcheck.impl  # noqa: F401 -- the fast BLAS first, in a fresh process
     from flightcheck.checks.conform.corpus import CorpusEntry, replay
 
-    entries, model = args
+    entries, model, first_failure = args
     out = []
     for obj in entries:
         entry = CorpusEntry.from_json(obj)
@@ -227,6 +230,8 @@ def _replay_entries(args: tuple[list[dict], str]) -> list[tuple[str, Any, list[s
             summary = {"summary": d.summary, "properties": d.properties, "kind": d.kind, "rules": failed.rules,
                        "diagnosis": d.to_json(), "report": d.format()}
         out.append((entry.key, summary, changed, len(covered), time.perf_counter() - t))
+        if first_failure and (failed is not None or changed):
+            break
     return out
 
 
@@ -241,8 +246,11 @@ def corpus_rows(ctx: Context) -> list[Row]:
         from flightcheck.checks.conform.corpus import policy_key
         defaults = {n: policy_key(s) for n, s in SCENARIOS.items()}
         entries = [e for e in entries if defaults.get(e.scenario) == e.policy]
+    if ctx.first_failure:  # the quickest entries first: most engine bugs fail on a short program
+        entries = sorted(entries, key=lambda e: sum(len(t) for t in e.traces))
     chunks = [[e.to_json() for e in entries[k::ctx.jobs]] for k in range(ctx.jobs)]
-    results = [r for part in _parallel(_replay_entries, [(c, ctx.model) for c in chunks if c], ctx.jobs) for r in part]
+    args = [(c, ctx.model, ctx.first_failure) for c in chunks if c]
+    results = [r for part in _parallel(_replay_entries, args, ctx.jobs) for r in part]
     by_scenario: dict[str, list] = {}
     for key, failed, changed, covered, seconds in results:
         by_scenario.setdefault(key.split()[0], []).append((key, failed, changed, covered, seconds))
@@ -308,7 +316,9 @@ def seeded_rows(ctx: Context) -> list[Row]:
         share = ctx.budget / len(items)
         items += [(r, p, 10**6, ctx.model, share, seed, str(ctx.save_dir)) for r in RELEASES for p in PUBLICATIONS]
     rows = []
-    for (release, publication, _n, _m, budget, seed, _d), r in zip(items, _parallel(_seeded, items, ctx.jobs)):
+    results = (_parallel(_seeded, items, ctx.jobs) if not ctx.first_failure
+               else _until_failure(_seeded, items, lambda r: not r["ok"]))
+    for (release, publication, _n, _m, budget, seed, _d), r in zip(items, results):
         name = f"{'budget' if budget else 'seeded'} {release} {publication}" + (f" (seed {seed})" if budget else "")
         if r["ok"]:
             detail = f"{r['runs']} programs, {r['steps']} engine steps, {r['events']} events checked"
@@ -324,12 +334,11 @@ def seeded_rows(ctx: Context) -> list[Row]:
     return rows
 
 
-def conform_stage(ctx: Context) -> list[Row]:
-    """The engine against the spec: the corpus replayed, the hand-written shapes, the seeded campaign,
-    and the probe."""
+def probe_rows(ctx: Context) -> list[Row]:
+    """The probe: 8 cold identical requests compute each shared page 8 times without coordination and
+    once with single-flight, and conform while they do."""
     from flightcheck.checks.conform.probe import probe
 
-    rows = corpus_rows(ctx) + shape_rows(ctx) + seeded_rows(ctx)
     t = time.perf_counter()
     evidence: dict[str, Any] = {}
     try:
@@ -341,8 +350,28 @@ def conform_stage(ctx: Context) -> list[Row]:
         evidence = {"model": "tiny", "none": none.to_json(), "single-flight": single.to_json()}
     except Exception as error:  # a probe that breaks is a failed row beside the campaigns, never all of them
         ok, detail = False, f"the probe failed: {type(error).__name__}: {error}"
-    rows.append(Row("conform", "probe 8 cold identical requests", ok, detail, time.perf_counter() - t, evidence))
-    return rows
+    return [Row("conform", "probe 8 cold identical requests", ok, detail, time.perf_counter() - t, evidence)]
+
+
+def _until_failure(fn: Callable[[Any], Any], items: list[Any], failed: Callable[[Any], bool]) -> list[Any]:
+    """``[fn(x) for x in items]`` in this process, stopping after the first result that ``failed``."""
+    out = []
+    for x in items:
+        out.append(fn(x))
+        if failed(out[-1]):
+            break
+    return out
+
+
+def conform_stage(ctx: Context) -> list[Row]:
+    """The engine against the spec: the corpus replayed, the hand-written shapes, the seeded campaign,
+    and the probe. With ``ctx.first_failure`` the cheapest parts run first (probe, shapes, corpus,
+    seeded campaign) and the stage ends at the first failing row."""
+    if not ctx.first_failure:
+        return corpus_rows(ctx) + shape_rows(ctx) + seeded_rows(ctx) + probe_rows(ctx)
+    parts = (probe_rows, shape_rows, corpus_rows, seeded_rows)
+    done = _until_failure(lambda part: part(ctx), list(parts), lambda rows: not all(r.ok for r in rows))
+    return [row for rows in done for row in rows]
 
 
 def real_model_stage(ctx: Context) -> list[Row]:

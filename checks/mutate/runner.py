@@ -51,6 +51,7 @@ class RunOptions:
     quick: bool = False
     jobs: int = 2
     timeout: float | None = None    # seconds per mutant; None: default_timeout(baseline)
+    all_rows: bool = False          # every row of every stage, not only up to the first failing one
 
 
 @dataclass
@@ -118,7 +119,8 @@ def run_worker(job: dict[str, Any], timeout: float, jobs: int = 1) -> WorkerRun:
 def run_baseline(opts: RunOptions) -> WorkerRun:
     """The stages on the unmutated engine, in a worker like any mutant (timeout: 10 minutes or the
     per-mutant one, whichever is longer)."""
-    job = {"module": None, "path": None, "source": None, "stages": list(opts.stages), "quick": opts.quick}
+    job = {"module": None, "path": None, "source": None, "stages": list(opts.stages), "quick": opts.quick,
+           "all_rows": True}
     return run_worker(job, max(600.0, opts.timeout or 0.0), opts.jobs)
 
 
@@ -146,7 +148,7 @@ def classify(mutant: Mutant, run: WorkerRun) -> Outcome:
 def run_mutant(mutant: Mutant, path: str, opts: RunOptions, timeout: float) -> Outcome:
     """One mutant through one worker process."""
     job = {"module": mutant.module, "path": path, "source": mutant.source, "stages": list(opts.stages),
-           "quick": opts.quick}
+           "quick": opts.quick, "all_rows": opts.all_rows}
     return classify(mutant, run_worker(job, timeout, opts.jobs))
 
 

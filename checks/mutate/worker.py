@@ -4,7 +4,8 @@
 replace and its mutated source, or none for the baseline; the stages by import path; ``quick``),
 installs :class:`~flightcheck.checks.mutate.hook.MutantFinder` before importing anything of the
 engine, runs each stage as ``flightcheck check`` does (``stage(ctx) -> list[Row]`` with a
-:class:`~flightcheck.checks.cli.stages.Context` of the job's ``quick``, the recorded expectations and one
+:class:`~flightcheck.checks.cli.stages.Context` of the job's ``quick``, the recorded expectations, the
+stage ending at its first failing row unless the job asks for ``all_rows``, and one
 process: the runner spreads mutants, not stage items, over the cores; a stage that raises is one failed row naming the error), and writes the rows as JSON. A crash, a hang or an exit
 of the process is the runner's to see: no result file.
 
@@ -62,7 +63,10 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     from flightcheck.checks.cli.stages import Context
 
     # Imported after the hook: the stages' own imports of the engine must see the mutant.
-    ctx = Context(quick=job["quick"], expect=Expectations.load(), jobs=1, save_dir=Path(tempfile.mkdtemp()))
+    # One failing row kills the mutant; the rest of the stage would only cost time (the runner asks for
+    # every row with --all-rows, for a report of everything a mutant breaks).
+    ctx = Context(quick=job["quick"], expect=Expectations.load(), jobs=1, save_dir=Path(tempfile.mkdtemp()),
+                  first_failure=not job.get("all_rows", False))
     rows: list[dict[str, Any]] = []
     for path in job["stages"]:
         t = time.perf_counter()

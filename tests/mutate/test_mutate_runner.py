@@ -65,7 +65,8 @@ def test_baseline_passes_on_the_unmutated_engine():
 
 def test_a_mutant_the_checks_kill_is_reported_with_its_property_and_shortest_run():
     p, mutant = _mutant(COORDINATOR, RELEASE_FORGETS)
-    outcome = run_mutant(mutant, COORDINATOR.path, QUICK, timeout=300)
+    outcome = run_mutant(mutant, COORDINATOR.path, RunOptions(stages=ENGINE_STAGES, quick=True, jobs=1, all_rows=True),
+                         timeout=300)
     assert outcome.status == "failed", outcome
     assert "termination_validated" in {prop for k in outcome.kills for prop in k.properties}
     # A campaign or corpus row carries its shrunk run; the probe's row (its monitor raised) keeps the
@@ -148,3 +149,18 @@ def test_an_interrupted_run_leaves_no_worker_behind(monkeypatch):
     assert len(started) == 2
     for proc in started:
         assert proc.wait(timeout=10) is not None   # killed at once, not left to its 300 s timeout
+
+
+def test_a_mutant_ends_at_its_first_failing_row_cheapest_checks_first():
+    """By default a mutant stops at the first failing row (probe, shapes, corpus, seeded campaign in
+    that order); --all-rows runs them all. The verdict is the same either way, and the row that ended
+    the short run is the first of the long run's failing rows in that order."""
+    p, mutant = _mutant(COORDINATOR, RELEASE_FORGETS)
+    first = run_mutant(mutant, COORDINATOR.path, QUICK, timeout=300)
+    every = run_mutant(mutant, COORDINATOR.path, RunOptions(stages=ENGINE_STAGES, quick=True, jobs=1, all_rows=True),
+                       timeout=300)
+    assert first.status == every.status == "failed"
+    assert len(first.kills) == 1 and len(every.kills) > 1
+    order = ("probe", "shapes", "corpus", "seeded")
+    rank = lambda kill: order.index(kill.item.split()[0])  # noqa: E731
+    assert first.kills[0].item == min(every.kills, key=rank).item
