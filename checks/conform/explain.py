@@ -182,9 +182,21 @@ _EXPLAIN = {"arrive": _why_arrive, "admit": _why_admit, "prefill": _why_prefill,
             "expire": _why_expire}
 
 
+_VIOLATED: dict[tuple, list[str]] = {}
+_VIOLATED_SIZE = 1 << 16
+
+
 def violated(spec: FlightSpec, state: State) -> list[str]:
-    """Names of the safety properties ``state`` violates."""
-    return [p.name for p in safety_properties(spec) if not p.holds(spec, state)]
+    """Names of the safety properties ``state`` violates (remembered per design, scenario, policy and
+    state: the monitor asks after every event, and runs of one scenario revisit the same states)."""
+    key = (type(spec), spec.scenario, spec.policy, state)
+    bad = _VIOLATED.get(key)
+    if bad is None:
+        bad = [p.name for p in safety_properties(spec) if not p.holds(spec, state)]
+        if len(_VIOLATED) >= _VIOLATED_SIZE:
+            _VIOLATED.clear()
+        _VIOLATED[key] = bad
+    return list(bad)
 
 
 def lookahead(spec: FlightSpec, state: State, depth: int = 2) -> tuple[str, list[str]] | None:
