@@ -3,7 +3,7 @@
 For example::
 
     $ flightcheck mutate --quick --sample 20 --seed 1          # a taste: 20 random mutants, quick stages
-    $ flightcheck mutate --out runs/mutate                     # every mutant of the three files; report.md, results.json
+    $ flightcheck mutate --out runs/mutate                     # every mutant of the four files; report.md, results.json
     $ flightcheck mutate --file impl/pages.py --list           # the mutants and their IDs, nothing run
     $ flightcheck mutate --id 'impl/coordinator.py::Coordinator.release::delete::...' --json
     $ flightcheck mutate --min-score 0.95                      # exit 1 below 95%
@@ -47,7 +47,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def mutate(
         file: Optional[list[str]] = typer.Option(None, "--file", help="An engine file to mutate (repeatable; "
-                                                 "default impl/coordinator.py, impl/scheduler.py, impl/pages.py)."),
+                                                 "default impl/coordinator.py, impl/scheduler.py, impl/flights.py, impl/pages.py)."),
         stage: Optional[list[str]] = typer.Option(None, "--stage", help="A check stage MODULE:FUNCTION to run on "
                                                   "each mutant (repeatable; default the engine stages of check)."),
         quick: bool = typer.Option(False, "--quick", help="Run the stages with quick=True (what check --quick runs)."),

@@ -26,7 +26,9 @@ from flightcheck.checks.mutate.generate import Mutant, generate
 from flightcheck.checks.mutate.operators import DEFAULT_OPERATORS
 from flightcheck.checks.mutate.skips import DEBUG_FUNCTIONS, SKIP_RULES
 
-DEFAULT_FILES: tuple[str, ...] = ("impl/coordinator.py", "impl/scheduler.py", "impl/pages.py")
+# The coordinator, the scheduler with its flight lifecycle (impl/flights.py, mixed into Scheduler: release,
+# promotion, expiry and the ends of a request), and the page pool.
+DEFAULT_FILES: tuple[str, ...] = ("impl/coordinator.py", "impl/scheduler.py", "impl/flights.py", "impl/pages.py")
 
 
 @dataclass(frozen=True)
