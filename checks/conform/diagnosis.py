@@ -36,7 +36,8 @@ class Diagnosis:
     ``termination`` (a termination verdict differs), ``step`` (a step broke a rule of the step loop the
     runner counts: the prefill budget, the wait bound, a token from a failed pass, the step counters),
     ``order`` (an event is missing, repeated, or arrives out of time order), ``effect`` (a client call returned without doing what it says), ``due`` (a call returned with a
-    publication, a flight's settlement or a finish at the output limit left undone), ``error`` (the engine raised, or
+    publication, a flight's settlement or a finish at the output limit left undone), ``output`` (a finished
+    or aborted request's tokens are not the model's answer to its own sequence, computed uncached), ``error`` (the engine raised, or
     changed state on an error). ``properties`` names the spec properties at stake, ``notes`` says how each was found.
     """
 

@@ -40,6 +40,7 @@ from typing import Any, Iterator
 
 from flightcheck.checks.conform.abstraction import abstract_state, state_diff, without_ghosts
 from flightcheck.checks.conform.books import engine_books, finish_problems, planned_pages
+from flightcheck.checks.conform.outputs import request_output_problems
 from flightcheck.checks.conform.counters import ReferenceCounters
 from flightcheck.checks.conform.recency import Recency
 from flightcheck.checks.conform.witness import KVWitness
@@ -286,6 +287,13 @@ class TraceValidator:
             at_stake = violated(spec, after) + [p for p in _PAYLOAD_PROPERTIES.get(n, []) if p not in violated(spec, after)]
             self._fail("payload", f"{action}: the event's details differ from the spec", event, action, before, r,
                        at_stake)
+        if n in ("finish", "abort") and self.engine is not None and self.tracker.engine_of[i] not in self.forced_finishes:
+            wrong = request_output_problems(self.engine, self.tracker.engine_of[i])
+            if wrong:
+                self._fail("output", f"{action}: the request's output is not the model's answer to its own sequence",
+                           event, action, before, wrong, ["outputs_as_uncached"],
+                           ["an engine rule the spec has no tokens for: caching, coordination and batching must not "
+                            "change what a request generates (checks/conform/outputs.py)"])
 
     def _waiters(self, s: Any, f: int) -> list[int]:
         """Engine IDs of the requests blocked waiting via flight ``f`` (prefix coordination)."""
