@@ -21,7 +21,7 @@ For example::
     >>> from flightcheck.impl.sampling import SamplingParams
     >>> model = load_model("tiny")[0]
     >>> prompt = list(range(1, 20))
-    >>> first = int(reference_logits(model, prompt)[-1].argmax())     # the greedy first output
+    >>> first = int(reference_logits(model, prompt, len(prompt) - 1)[0].argmax())  # the greedy first output
     >>> output_problems(model, prompt, [first], SamplingParams(max_tokens=4))
     []
     >>> output_problems(model, prompt, [(first + 1) % 256], SamplingParams(max_tokens=4))[0][:17]
@@ -42,15 +42,17 @@ _CACHE_SIZE = 256
 _ROWS: OrderedDict[tuple[int, tuple[int, ...]], np.ndarray] = OrderedDict()
 
 
-def reference_logits(model: Any, tokens: Sequence[int]) -> np.ndarray:
-    """The model's logits after every token of ``tokens`` ([len, vocab], float64), computed in one
-    pass on a fresh contiguous cache; remembered for the last few sequences (runs repeat them)."""
+def reference_logits(model: Any, tokens: Sequence[int], start: int = 0) -> np.ndarray:
+    """The model's logits after each token of ``tokens[start:]`` ([len - start, vocab], float64), from one
+    pass over all of ``tokens`` on a fresh contiguous cache (the output head only on the rows asked for:
+    SmolLM2's has 49,152 of them); remembered for the last few sequences, since runs repeat them."""
     from flightcheck.impl.blas import mx
 
-    key = (id(model), tuple(int(t) for t in tokens))
+    key = (id(model), tuple(int(t) for t in tokens), start)
     rows = _ROWS.get(key)
     if rows is None:
-        logits = model(mx.array([list(key[1])]), model.make_cache())[0]
+        hidden = model.hidden(mx.array([list(key[1])]), model.make_cache())
+        logits = model.head(hidden[:, start:])[0]
         rows = np.array(logits.astype(mx.float32), dtype=np.float64)
         _ROWS[key] = rows
         if len(_ROWS) > _CACHE_SIZE:
@@ -71,7 +73,7 @@ def output_problems(model: Any, prompt: Sequence[int], outputs: Sequence[int], p
     sampled = params.temperature != 0
     if sampled and (params.seed is None or params.top_p < 1.0):
         return []
-    rows = reference_logits(model, list(prompt) + list(outputs[:-1]))[len(prompt) - 1:]
+    rows = reference_logits(model, list(prompt) + list(outputs[:-1]), len(prompt) - 1)
     rng = np.random.default_rng(params.seed) if sampled else None
     for k, (token, row) in enumerate(zip(outputs, rows)):
         token = int(token)

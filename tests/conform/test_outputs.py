@@ -67,5 +67,7 @@ def test_the_replayed_draw_is_numpys_own():
     sampler, outputs = Sampler(params, 0), []
     for _ in range(6):
         outputs.append(sampler.sample(reference_logits(model, prompt + outputs)[-1]))
+    assert np.array_equal(reference_logits(model, prompt + outputs, len(prompt)),
+                          reference_logits(model, prompt + outputs)[len(prompt):])
     assert output_problems(model, prompt, outputs, params) == []
     assert output_problems(model, prompt, outputs, SamplingParams(temperature=4.0, seed=12, max_tokens=6)) != []
