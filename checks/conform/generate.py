@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import random
 
-from flightcheck.checks.conform.program import KINDS, Op, Program, Setup, Template
+from flightcheck.checks.conform.program import KINDS, REFUSALS, Op, Program, Setup, Template
 from flightcheck.checks.conform.prompts import lifetime_pages, scenario_tokens, tree_shapes
 from flightcheck.spec.scenario import LEADER_LOSSES, PUBLICATIONS, RELEASES, SCENARIOS
 
@@ -106,7 +106,21 @@ def random_ops(rng: random.Random, num_templates: int, allowed: tuple[str, ...] 
             ops.append((name, rng.randint(0, 3)))
     if once:
         ops += [("arrive", t, 0.0, 0) for t in pending]  # every request of the scenario does arrive
-    return tuple(ops)
+    return tuple(_with_refusals(_side(rng, 0x4EF), ops))
+
+
+def _with_refusals(side: random.Random, ops: list[Op]) -> list[Op]:
+    """In a third of the programs, one to three client calls the engine must refuse (an expiry of a
+    request that is not blocked, a test hook on a terminated or unknown one) put in at random places;
+    drawn from a generator of their own, so the rest of a program is what it was before. A correct
+    engine changes nothing on them, so the run around them is the same run."""
+    if side.random() >= 1 / 3:
+        return ops
+    out = list(ops)
+    for _ in range(side.randint(1, 3)):
+        call = side.choice(("expire", "expire", "hold", "fault"))
+        out.insert(side.randint(0, len(out)), ("refuse", call, side.choice(REFUSALS[call]), side.randint(0, 3)))
+    return out
 
 
 def random_program(rng: random.Random, *, fixed: dict | None = None) -> Program:

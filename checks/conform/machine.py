@@ -32,7 +32,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from flightcheck.checks.conform.diagnosis import ConformanceError
 from flightcheck.checks.conform.generate import OPTIONAL
-from flightcheck.checks.conform.program import KINDS, Setup, Template
+from flightcheck.checks.conform.program import KINDS, REFUSALS, Setup, Template
 from flightcheck.checks.conform.prompts import lifetime_pages, tree_shapes
 from flightcheck.checks.conform.results import ConformFailure, ConformOptions, ConformResult
 from flightcheck.checks.conform.runner import ProgramRun
@@ -118,6 +118,15 @@ class EngineConformance(RuleBasedStateMachine):
         if name == "hold" and self.run.live("held") and data.draw(st.booleans(), "resume instead"):
             op = ("resume", k)
         self._execute(op)
+
+    @precondition(lambda self: self.run is not None)
+    @rule(data=st.data())
+    def refuse(self, data: Any) -> None:
+        """A client call the engine must refuse with nothing changed (an expiry of a request that is not
+        blocked, a test hook on a terminated request or an unknown ID)."""
+        call = data.draw(st.sampled_from(tuple(REFUSALS)), "call")
+        self._execute(("refuse", call, data.draw(st.sampled_from(REFUSALS[call]), "of"),
+                       data.draw(st.integers(0, 3), "which")))
 
     def _execute(self, op: tuple) -> None:
         try:

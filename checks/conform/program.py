@@ -13,7 +13,10 @@ requests of that kind, in ID order), so a program stays meaningful when others a
   submitted, or for the ``k``-th terminated request: it must be rejected with nothing changed;
 - ``("hold", kind, k)`` / ``("resume", k)``: the test barrier on a request's prefill;
 - ``("expire", k)``: the ``k``-th blocked follower stops waiting;
-- ``("fault", kind, k)``: the next forward pass of the ``k``-th running request of ``kind`` fails.
+- ``("fault", kind, k)``: the next forward pass of the ``k``-th running request of ``kind`` fails;
+- ``("refuse", call, kind, k)``: a client call the engine must refuse with nothing changed: ``expire``
+  of the ``k``-th waiting or running request (it is not blocked), or ``expire``, ``hold`` or ``fault``
+  of the ``k``-th terminated request or of an unknown ID (see :data:`REFUSALS`).
 
 Programs are plain data (JSON), so a failing run is one file that ``flightcheck conform --replay``
 runs again, and the corpus of :mod:`flightcheck.checks.conform.corpus` is a list of them.
@@ -35,8 +38,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 Op = tuple
-OP_NAMES = ("arrive", "step", "abort", "notify", "hold", "resume", "expire", "fault")
+OP_NAMES = ("arrive", "step", "abort", "notify", "hold", "resume", "expire", "fault", "refuse")
 KINDS = ("leader", "follower", "waiting", "running", "any")
+# The client calls a ``refuse`` operation makes, and the requests each must be refused for.
+REFUSALS = {"expire": ("waiting", "running", "terminated", "unknown"), "hold": ("terminated", "unknown"),
+            "fault": ("terminated", "unknown")}
 
 
 @dataclass(frozen=True)
@@ -141,6 +147,9 @@ def describe_op(op: Op) -> str:
         return f"{name}({_nth(op[2])} {op[1]})"
     if name == "notify":
         return f"notify({'an unknown ID' if op[1] == 'unknown' else _nth(op[2]) + ' terminated request'})"
+    if name == "refuse":
+        who = "an unknown ID" if op[2] == "unknown" else f"{_nth(op[3])} {op[2]} request"
+        return f"refuse({op[1]} of {who})"
     if name in ("resume", "expire"):
         return f"{name}({_nth(op[1])} {'held request' if name == 'resume' else 'blocked follower'})"
     return repr(op)

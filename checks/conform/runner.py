@@ -28,7 +28,7 @@ from typing import Any
 from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
 from flightcheck.checks.conform.engines import build_engine, first_token, text_codec
 from flightcheck.checks.conform.monitor import Monitor
-from flightcheck.checks.conform.program import KINDS, Op, Program, Setup, describe_op
+from flightcheck.checks.conform.program import KINDS, REFUSALS, Op, Program, Setup, describe_op
 from flightcheck.impl.config import EngineConfig
 from flightcheck.impl.errors import EngineError, UnknownRequestError
 from flightcheck.impl.sampling import SamplingParams
@@ -326,36 +326,65 @@ class ProgramRun:
         return True
 
     def _op_notify(self, kind: str, k: int) -> bool:
-        sched = self.engine.scheduler
-        if kind == "terminated":
-            rid = self._pick("terminated", k)
-            if rid is None:
-                return False
-        else:
-            rid = len(sched.requests) + abs(int(k)) % 6
+        rid = self._bogus(kind, k)
+        if rid is None:
+            return False
         self.rules.append(f"notify(request {rid}, {kind})")
+        accepted = Diagnosis(
+            "termination", f"a termination for {kind} ID {rid} was accepted",
+            last_state=self._last_state(), reasons=["the engine raised nothing"],
+            properties=["termination_validated"],
+            notes=["the spec's coordinator rejects a termination of an ID it does not know "
+                   "(the design variant no-unknown-check accepts it)"])
+        self._refused(lambda: self.engine.notify_termination(rid), (UnknownRequestError,), accepted,
+                      f"a termination notice for {rid}", f"the rejected termination of {rid}", "termination_validated")
+        return True
+
+    def _op_refuse(self, call: str, kind: str, k: int) -> bool:
+        if kind not in REFUSALS.get(call, ()):
+            return False
+        rid = self._bogus(kind, k)
+        if rid is None:
+            return False
+        self.rules.append(f"refuse({call} of request {rid}, {kind})")
+        # A request that is not blocked has no wait to give up: expire's guard (can_expire) refuses it.
+        prop = "expired_never_blocked" if call == "expire" else None
+        accepted = Diagnosis(
+            "effect", f"{call}(request {rid}) of a {kind} request was accepted", last_state=self._last_state(),
+            reasons=["the engine raised nothing"], properties=[prop] if prop else [],
+            notes=[f"a client's {call} of a request that " + ("is not blocked" if kind in ("waiting", "running")
+                   else "is not live") + " must be refused with nothing changed"])
+        method = {"expire": self.engine.expire, "hold": self.engine.hold, "fault": self.engine.inject_fault}[call]
+        self._refused(lambda: method(rid), (UnknownRequestError, EngineError), accepted, f"{call} of {rid}",
+                      f"the refused {call} of {rid}", prop)
+        return True
+
+    def _bogus(self, kind: str, k: int) -> int | None:
+        """The request a bogus call names: the ``k``-th live or terminated one of ``kind``, or an ID never
+        submitted (``unknown``)."""
+        if kind == "unknown":
+            return len(self.engine.scheduler.requests) + abs(int(k)) % 6
+        return self._pick(kind, k)
+
+    def _refused(self, call: Any, refusals: tuple, accepted: Diagnosis, what: str, refused: str,
+                 prop: str | None) -> None:
+        """``call`` must raise one of ``refusals`` and leave the engine's state as it was."""
         before = self.engine.snapshot()
         try:
-            self.engine.notify_termination(rid)
-        except UnknownRequestError:
+            call()
+        except refusals:
             pass
         except ConformanceError:
             raise
         except Exception as error:
-            raise ConformanceError(Diagnosis("error", f"the engine raised {type(error).__name__} on a termination "
-                                             f"notice for {rid}: {error}", last_state=self._last_state()))
+            raise ConformanceError(Diagnosis("error", f"the engine raised {type(error).__name__} on {what}: {error}",
+                                             last_state=self._last_state()))
         else:
-            raise ConformanceError(Diagnosis(
-                "termination", f"a termination for {kind} ID {rid} was accepted",
-                last_state=self._last_state(), reasons=["the engine raised nothing"],
-                properties=["termination_validated"],
-                notes=["the spec's coordinator rejects a termination of an ID it does not know "
-                       "(the design variant no-unknown-check accepts it)"]))
+            raise ConformanceError(accepted)
         if self.engine.snapshot() != before:
-            raise ConformanceError(Diagnosis("error", f"the rejected termination of {rid} changed the engine's state",
-                                             last_state=self._last_state(), properties=["termination_validated"],
+            raise ConformanceError(Diagnosis("error", f"{refused} changed the engine's state",
+                                             last_state=self._last_state(), properties=[prop] if prop else [],
                                              reasons=["engine.snapshot() differs before and after"]))
-        return True
 
     # --- the end ----------------------------------------------------------------------------------------
     def drain(self) -> None:

@@ -105,3 +105,42 @@ def test_a_request_that_runs_past_its_output_limit_is_named(monkeypatch):
     out = run_program(program(BURST))
     assert out.diagnosis.kind == "due"
     assert any("has 3 outputs (max_tokens 3) and still runs after the step" in r for r in out.diagnosis.reasons)
+
+
+def test_an_expiry_of_a_request_that_is_not_blocked_must_be_refused(monkeypatch):
+    ops = [("arrive", 0, 0.0, 0), ("step", 1), ("refuse", "expire", "running", 0), ("step", 2)]
+    out = run_program(program(ops))
+    assert out.ok and "refuse(expire of request 0, running)" in out.rules
+    monkeypatch.setattr(FlightLifecycle, "can_expire", lambda self, rid: rid in self.requests)  # phase unchecked
+    out = run_program(program(ops))
+    assert out.diagnosis is not None and "expire" in out.diagnosis.summary
+    assert out.rules[-1] == "refuse(expire of request 0, running)"
+
+
+def test_a_test_hook_on_a_terminated_request_must_be_refused(monkeypatch):
+    from flightcheck.impl.engine import Engine
+
+    ops = [("arrive", 0, 0.0, 0), ("step", 6), ("refuse", "hold", "terminated", 0)]
+    assert run_program(program(ops)).ok
+    monkeypatch.setattr(Engine, "hold", lambda self, rid: setattr(self.scheduler.requests[rid], "is_held", True))
+    out = run_program(program(ops))
+    assert out.diagnosis.summary == "hold(request 0) of a terminated request was accepted"
+
+    def hold_then_refuse(self, rid):  # refused, but only after the change
+        self.scheduler.requests[rid].is_held = True
+        self.scheduler.live(rid)
+    monkeypatch.setattr(Engine, "hold", hold_then_refuse)
+    out = run_program(program(ops))
+    assert out.diagnosis.summary == "the refused hold of 0 changed the engine's state"
+
+
+def test_a_third_of_the_seeded_programs_carry_refusals_and_are_otherwise_unchanged(monkeypatch):
+    from flightcheck.checks.conform import generate
+    from flightcheck.checks.conform.campaign import seeded_programs
+
+    programs = [p.ops for p in seeded_programs(0, 150)]
+    with_refusals = sum(any(op[0] == "refuse" for op in ops) for ops in programs)
+    assert 30 <= with_refusals <= 70
+    monkeypatch.setattr(generate, "_with_refusals", lambda side, ops: ops)
+    without = [p.ops for p in seeded_programs(0, 150)]
+    assert [tuple(op for op in ops if op[0] != "refuse") for ops in programs] == without
