@@ -37,7 +37,8 @@ class Diagnosis:
     runner counts: the prefill budget, the wait bound, a token from a failed pass, the step counters),
     ``order`` (an event is missing, repeated, or arrives out of time order), ``effect`` (a client call returned without doing what it says), ``due`` (a call returned with a
     publication, a flight's settlement or a finish at the output limit left undone), ``output`` (a finished
-    or aborted request's tokens are not the model's answer to its own sequence, computed uncached), ``error`` (the engine raised, or
+    or aborted request's tokens are not the model's answer to its own sequence, computed uncached), ``schema``
+    (the engine emitted an event its own log format does not allow: a field of the wrong type), ``error`` (the engine raised, or
     changed state on an error). ``properties`` names the spec properties at stake, ``notes`` says how each was found.
     """
 

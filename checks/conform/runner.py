@@ -22,6 +22,7 @@ For example::
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,9 +148,27 @@ class ProgramRun:
         stop = self.stop if t == self.setup.stop_template else ()
         params = SamplingParams(temperature=temperature, seed=seed, max_tokens=tpl.max_tokens, stop=stop)
         self.rules.append(describe_op(("arrive", t, temperature, seed)))  # first: it shows even if the arrival breaks
+        called = time.perf_counter()
         rid = self._guard("arrive", lambda: self.engine.add_request(list(tpl.tokens), params))
+        returned = time.perf_counter()
         self.rules[-1] += f" -> request {rid}"
+        self._check_arrival_time(rid, called, returned)
         return True
+
+    def _check_arrival_time(self, rid: int, called: float, returned: float) -> None:
+        """The arrival's ``t`` (seconds since the log started, to the microsecond) lies between the
+        moments the client's call began and returned: what ``workload --from-events`` replays."""
+        log = self.engine.events
+        event = next((e for e in reversed(log.events) if e["action"] == "arrive" and e.get("request") == rid), None)
+        t = event.get("t") if event is not None else None
+        if t is None:
+            return
+        low, high = called - log.started, returned - log.started
+        if not low - 1e-6 <= t <= high + 1e-6:
+            raise ConformanceError(Diagnosis(
+                "order", f"request {rid} arrived at t={t}, outside the call that submitted it",
+                event=event, last_state=self._last_state(),
+                reasons=[f"add_request ran from t={low:.6f} to t={high:.6f} (seconds since the log started)"]))
 
     def _op_step(self, n: int) -> bool:
         for _ in range(max(1, int(n))):

@@ -144,3 +144,42 @@ def test_a_third_of_the_seeded_programs_carry_refusals_and_are_otherwise_unchang
     monkeypatch.setattr(generate, "_with_refusals", lambda side, ops: ops)
     without = [p.ops for p in seeded_programs(0, 150)]
     assert [tuple(op for op in ops if op[0] != "refuse") for ops in programs] == without
+
+
+def test_an_event_its_log_format_does_not_allow_is_named(monkeypatch):
+    """A page index computed with / instead of //: 2.0 equals 2, so the spec sees nothing, but a log
+    written from the run is refused by validate (a count must be an integer)."""
+    from flightcheck.impl.events import EventLog
+
+    ops = [("arrive", 0, 0.0, 0), ("step", 4)]
+    assert run_program(program(ops)).ok
+    emit = EventLog.emit
+
+    def floats(self, action, **fields):
+        if action == "prefill":
+            fields["first_page"] = float(fields["first_page"])
+        return emit(self, action, **fields)
+    monkeypatch.setattr(EventLog, "emit", floats)
+    out = run_program(program(ops))
+    assert out.diagnosis.kind == "schema"
+    assert out.diagnosis.summary == ("the engine emitted an event its log format does not allow (first_page: "
+                                     "must be an integer >= 0, got 0.0)")
+
+
+def test_an_arrival_time_outside_the_call_is_named(monkeypatch):
+    """The arrival's t, clamped at a second (max(..., 1.0) for max(..., 0.0)): still in order, but not
+    when the request arrived, which is what workload --from-events replays."""
+    from flightcheck.impl.events import EventLog
+
+    ops = [("arrive", 0, 0.0, 0), ("step", 2), ("arrive", 1, 0.0, 0), ("step", 2)]
+    assert run_program(program(ops)).ok
+    emit = EventLog.emit
+
+    def late(self, action, **fields):
+        if action == "arrive":
+            fields["t"] = max(fields["t"], 1.0)
+        return emit(self, action, **fields)
+    monkeypatch.setattr(EventLog, "emit", late)
+    out = run_program(program(ops))
+    assert out.diagnosis.kind == "order"
+    assert out.diagnosis.summary == "request 0 arrived at t=1.0, outside the call that submitted it"
