@@ -52,11 +52,24 @@ def random_setup(rng: random.Random, *, fixed: dict | None = None) -> Setup:
         "prefill_chunk_pages": rng.choice((1, 2, 64)), "num_pages": rng.randint(lifetime, lifetime * capacity + 3),
         "follower_wait_bound": rng.choice((None, None, None, 1, 3)), "min_shared_pages": rng.choice((1, 1, 2)),
     }
+    context = _max_context(rng, templates)
+    if context is not None:
+        config["max_context"] = context
     config.update(fixed)
     if config["coordination"] != "none":
         config["prefix_caching"] = True
     return Setup(config, tuple(templates), eos_template=_eos_template(rng, len(templates)),
                  stop_template=_stop_template(rng, len(templates)))
+
+
+def _max_context(rng: random.Random, templates: list[Template]) -> int | None:
+    """In a fifth of the runs, a context that ends some requests before their ``max_tokens``: the
+    longest prompt plus 0 to 3 tokens (a longer prompt would be refused at arrival). Drawn as
+    :func:`_eos_template` is, from a generator of its own."""
+    side = _side(rng, 0xC07)
+    if side.random() >= 0.2:
+        return None
+    return max(len(t.tokens) for t in templates) + side.randint(0, 3)
 
 
 def _eos_template(rng: random.Random, num_templates: int) -> int | None:

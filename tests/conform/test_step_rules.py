@@ -183,3 +183,25 @@ def test_an_arrival_time_outside_the_call_is_named(monkeypatch):
     out = run_program(program(ops))
     assert out.diagnosis.kind == "order"
     assert out.diagnosis.summary == "request 0 arrived at t=1.0, outside the call that submitted it"
+
+
+def test_a_request_that_runs_past_the_context_is_named(monkeypatch):
+    """A fifth of the seeded programs set max_context, so some requests end at the context, not at
+    max_tokens; the end-of-context test off by one (> for >=) runs a request past it."""
+    from flightcheck.checks.conform.campaign import seeded_programs
+    from flightcheck.impl.request import Phase
+
+    ops = [("arrive", 0, 0.0, 0), ("step", 6)]
+    assert run_program(program(ops, max_context=41)).ok
+    assert 20 <= sum("max_context" in p.setup.config for p in seeded_programs(0, 200)) <= 50  # pressure programs: none
+
+    def late(self, request):
+        if request.phase is not Phase.DECODE:
+            return None
+        if len(request.output_token_ids) >= request.sampling.max_tokens or request.num_computed > request.max_positions:
+            return "length"
+        return None
+    monkeypatch.setattr(Scheduler, "can_finish", late)
+    out = run_program(program(ops, max_context=41))
+    assert out.diagnosis.kind == "disabled" and out.diagnosis.summary == "decode(0) is not enabled in the spec"
+    assert out.diagnosis.reasons == ["r0 already took 1 decode steps (max_tokens allows 1)"]
