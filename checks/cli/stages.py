@@ -365,11 +365,12 @@ def _until_failure(fn: Callable[[Any], Any], items: list[Any], failed: Callable[
 
 def conform_stage(ctx: Context) -> list[Row]:
     """The engine against the spec: the corpus replayed, the hand-written shapes, the seeded campaign,
-    and the probe. With ``ctx.first_failure`` the cheapest parts run first (probe, shapes, corpus,
-    seeded campaign) and the stage ends at the first failing row."""
+    and the probe. With ``ctx.first_failure`` the parts run cheapest first, by the time each takes to
+    find what it finds (the probe, the shapes, the seeded campaign's 200 programs of every feature in
+    about 20 s, then the corpus's 4,456 in about 150 s) and the stage ends at the first failing row."""
     if not ctx.first_failure:
         return corpus_rows(ctx) + shape_rows(ctx) + seeded_rows(ctx) + probe_rows(ctx)
-    parts = (probe_rows, shape_rows, corpus_rows, seeded_rows)
+    parts = (probe_rows, shape_rows, seeded_rows, corpus_rows)
     done = _until_failure(lambda part: part(ctx), list(parts), lambda rows: not all(r.ok for r in rows))
     return [row for rows in done for row in rows]
 

@@ -152,7 +152,7 @@ def test_an_interrupted_run_leaves_no_worker_behind(monkeypatch):
 
 
 def test_a_mutant_ends_at_its_first_failing_row_cheapest_checks_first():
-    """By default a mutant stops at the first failing row (probe, shapes, corpus, seeded campaign in
+    """By default a mutant stops at the first failing row (probe, shapes, seeded campaign, corpus in
     that order); --all-rows runs them all. The verdict is the same either way, and the row that ended
     the short run is the first of the long run's failing rows in that order."""
     p, mutant = _mutant(COORDINATOR, RELEASE_FORGETS)
@@ -161,6 +161,6 @@ def test_a_mutant_ends_at_its_first_failing_row_cheapest_checks_first():
                        timeout=300)
     assert first.status == every.status == "failed"
     assert len(first.kills) == 1 and len(every.kills) > 1
-    order = ("probe", "shapes", "corpus", "seeded")
+    order = ("probe", "shapes", "seeded", "corpus")
     rank = lambda kill: order.index(kill.item.split()[0])  # noqa: E731
     assert first.kills[0].item == min(every.kills, key=rank).item
