@@ -47,6 +47,7 @@ class Context:
     # Stop a stage at its first failing row, cheapest checks first (``flightcheck mutate``: one failing
     # row kills a mutant, and the verdict is the same as the whole stage's, since any failing row fails it).
     first_failure: bool = False
+    shrink_seconds: float = 60.0  # how long a failing campaign program is minimised
 
 
 def _parallel(fn: Callable[[Any], Any], items: list[Any], jobs: int) -> list[Any]:
@@ -295,13 +296,14 @@ def shape_rows(ctx: Context) -> list[Row]:
                 time.perf_counter() - t, {"shapes": list(SHAPES)})]
 
 
-def _seeded(args: tuple[str, str, int, str, float | None, int, str]) -> dict[str, Any]:
+def _seeded(args: tuple[str, str, int, str, float | None, int, str, float]) -> dict[str, Any]:
     import flightcheck.impl  # noqa: F401 -- the fast BLAS first, in a fresh process
     from flightcheck.checks.conform.campaign import run_programs, seeded_programs
 
-    release, publication, count, model, seconds, seed, save_dir = args
+    release, publication, count, model, seconds, seed, save_dir, shrink = args
     fixed = {"release": release, "publication": publication}
-    r = run_programs(seeded_programs(seed, count, fixed=fixed), model, seconds=seconds, save_dir=save_dir, seed=seed)
+    r = run_programs(seeded_programs(seed, count, fixed=fixed), model, seconds=seconds, save_dir=save_dir, seed=seed,
+                     shrink_seconds=shrink)
     return {"ok": r.ok, "runs": r.runs, "steps": r.steps, "events": r.events, "seconds": r.seconds,
             "failure": r.failure.to_json() if r.failure else None, "text": r.failure.format() if r.failure else None}
 
@@ -310,15 +312,16 @@ def seeded_rows(ctx: Context) -> list[Row]:
     """The seeded campaign (deterministic: the same programs every run), per release point and
     publication; with ``--budget``, random programs beyond it from a seed printed with any failure."""
     count = 15 if ctx.quick else 50
-    items = [(r, p, count, ctx.model, None, 0, str(ctx.save_dir)) for r in RELEASES for p in PUBLICATIONS]
+    shrink = ctx.shrink_seconds
+    items = [(r, p, count, ctx.model, None, 0, str(ctx.save_dir), shrink) for r in RELEASES for p in PUBLICATIONS]
     if ctx.budget:
         seed = int(time.time())
         share = ctx.budget / len(items)
-        items += [(r, p, 10**6, ctx.model, share, seed, str(ctx.save_dir)) for r in RELEASES for p in PUBLICATIONS]
+        items += [(r, p, 10**6, ctx.model, share, seed, str(ctx.save_dir), shrink) for r in RELEASES for p in PUBLICATIONS]
     rows = []
     results = (_parallel(_seeded, items, ctx.jobs) if not ctx.first_failure
                else _until_failure(_seeded, items, lambda r: not r["ok"]))
-    for (release, publication, _n, _m, budget, seed, _d), r in zip(items, results):
+    for (release, publication, _n, _m, budget, seed, _d, _s), r in zip(items, results):
         name = f"{'budget' if budget else 'seeded'} {release} {publication}" + (f" (seed {seed})" if budget else "")
         if r["ok"]:
             detail = f"{r['runs']} programs, {r['steps']} engine steps, {r['events']} events checked"

@@ -124,15 +124,18 @@ def random_ops(rng: random.Random, num_templates: int, allowed: tuple[str, ...] 
 
 def _with_refusals(side: random.Random, ops: list[Op]) -> list[Op]:
     """In a third of the programs, one to three client calls the engine must refuse (an expiry of a
-    request that is not blocked, a test hook on a terminated or unknown one) put in at random places;
-    drawn from a generator of their own, so the rest of a program is what it was before. A correct
-    engine changes nothing on them, so the run around them is the same run."""
+    request that is not blocked, a test hook on a terminated or unknown one), each right after an
+    arrival or a step, where there are requests to name; drawn from a generator of their own, so the
+    rest of a program is what it was before. A correct engine changes nothing on them, so the run
+    around them is the same run."""
     if side.random() >= 1 / 3:
         return ops
     out = list(ops)
     for _ in range(side.randint(1, 3)):
         call = side.choice(("expire", "expire", "hold", "fault"))
-        out.insert(side.randint(0, len(out)), ("refuse", call, side.choice(REFUSALS[call]), side.randint(0, 3)))
+        after = [n + 1 for n, op in enumerate(out) if op[0] in ("arrive", "step")]
+        where = side.choice(after) if after else side.randint(0, len(out))
+        out.insert(where, ("refuse", call, side.choice(REFUSALS[call]), side.randint(0, 3)))
     return out
 
 

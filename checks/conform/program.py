@@ -15,8 +15,9 @@ requests of that kind, in ID order), so a program stays meaningful when others a
 - ``("expire", k)``: the ``k``-th blocked follower stops waiting;
 - ``("fault", kind, k)``: the next forward pass of the ``k``-th running request of ``kind`` fails;
 - ``("refuse", call, kind, k)``: a client call the engine must refuse with nothing changed: ``expire``
-  of the ``k``-th waiting or running request (it is not blocked), or ``expire``, ``hold`` or ``fault``
-  of the ``k``-th terminated request or of an unknown ID (see :data:`REFUSALS`).
+  of the ``k``-th live request that is not blocked (``unblocked``: waiting, prefilling or decoding), or
+  ``expire``, ``hold`` or ``fault`` of the ``k``-th terminated request or of an unknown ID (see
+  :data:`REFUSALS`).
 
 Programs are plain data (JSON), so a failing run is one file that ``flightcheck conform --replay``
 runs again, and the corpus of :mod:`flightcheck.checks.conform.corpus` is a list of them.
@@ -41,7 +42,7 @@ Op = tuple
 OP_NAMES = ("arrive", "step", "abort", "notify", "hold", "resume", "expire", "fault", "refuse")
 KINDS = ("leader", "follower", "waiting", "running", "any")
 # The client calls a ``refuse`` operation makes, and the requests each must be refused for.
-REFUSALS = {"expire": ("waiting", "running", "terminated", "unknown"), "hold": ("terminated", "unknown"),
+REFUSALS = {"expire": ("unblocked", "terminated", "unknown"), "hold": ("terminated", "unknown"),
             "fault": ("terminated", "unknown")}
 
 

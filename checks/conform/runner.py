@@ -368,10 +368,11 @@ class ProgramRun:
         self.rules.append(f"refuse({call} of request {rid}, {kind})")
         # A request that is not blocked has no wait to give up: expire's guard (can_expire) refuses it.
         prop = "expired_never_blocked" if call == "expire" else None
+        phase = self.engine.scheduler.requests[rid].phase.value if rid in self.engine.scheduler.requests else kind
         accepted = Diagnosis(
-            "effect", f"{call}(request {rid}) of a {kind} request was accepted", last_state=self._last_state(),
+            "effect", f"{call}(request {rid}) of a {phase} request was accepted", last_state=self._last_state(),
             reasons=["the engine raised nothing"], properties=[prop] if prop else [],
-            notes=[f"a client's {call} of a request that " + ("is not blocked" if kind in ("waiting", "running")
+            notes=[f"a client's {call} of a request that " + ("is not blocked" if kind == "unblocked"
                    else "is not live") + " must be refused with nothing changed"])
         method = {"expire": self.engine.expire, "hold": self.engine.hold, "fault": self.engine.inject_fault}[call]
         self._refused(lambda: method(rid), (UnknownRequestError, EngineError), accepted, f"{call} of {rid}",
@@ -383,6 +384,10 @@ class ProgramRun:
         submitted (``unknown``)."""
         if kind == "unknown":
             return len(self.engine.scheduler.requests) + abs(int(k)) % 6
+        if kind == "unblocked":
+            blocked = set(self.live("blocked"))
+            ids = [r for r in self.live("any") if r not in blocked]
+            return ids[k % len(ids)] if ids else None
         return self._pick(kind, k)
 
     def _refused(self, call: Any, refusals: tuple, accepted: Diagnosis, what: str, refused: str,

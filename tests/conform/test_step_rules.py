@@ -108,13 +108,13 @@ def test_a_request_that_runs_past_its_output_limit_is_named(monkeypatch):
 
 
 def test_an_expiry_of_a_request_that_is_not_blocked_must_be_refused(monkeypatch):
-    ops = [("arrive", 0, 0.0, 0), ("step", 1), ("refuse", "expire", "running", 0), ("step", 2)]
+    ops = [("arrive", 0, 0.0, 0), ("step", 1), ("refuse", "expire", "unblocked", 0), ("step", 2)]
     out = run_program(program(ops))
-    assert out.ok and "refuse(expire of request 0, running)" in out.rules
+    assert out.ok and "refuse(expire of request 0, unblocked)" in out.rules
     monkeypatch.setattr(FlightLifecycle, "can_expire", lambda self, rid: rid in self.requests)  # phase unchecked
     out = run_program(program(ops))
     assert out.diagnosis is not None and "expire" in out.diagnosis.summary
-    assert out.rules[-1] == "refuse(expire of request 0, running)"
+    assert out.rules[-1] == "refuse(expire of request 0, unblocked)"
 
 
 def test_a_test_hook_on_a_terminated_request_must_be_refused(monkeypatch):
@@ -124,7 +124,7 @@ def test_a_test_hook_on_a_terminated_request_must_be_refused(monkeypatch):
     assert run_program(program(ops)).ok
     monkeypatch.setattr(Engine, "hold", lambda self, rid: setattr(self.scheduler.requests[rid], "is_held", True))
     out = run_program(program(ops))
-    assert out.diagnosis.summary == "hold(request 0) of a terminated request was accepted"
+    assert out.diagnosis.summary == "hold(request 0) of a finished request was accepted"
 
     def hold_then_refuse(self, rid):  # refused, but only after the change
         self.scheduler.requests[rid].is_held = True
