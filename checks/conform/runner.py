@@ -87,6 +87,7 @@ class ProgramRun:
         self.faulted: set[int] = set()  # requests whose next forward pass fails
         self.waited: dict[int, int] = {}  # steps each request spent blocked, counted here
         self.forward_passes = 0
+        self._rows_seen = 0  # forward passes of the witness's log already checked
 
     # --- selectors --------------------------------------------------------------------------------------
     def live(self, kind: str) -> list[int]:
@@ -214,6 +215,11 @@ class ProgramRun:
         and the step and forward-pass counters."""
         cfg, reasons, props = self.config, [], []
         passes = [ev for ev in events if ev["action"] in ("prefill", "decode", "fail")]
+        computed = self.monitor.witness.rows_since(self._rows_seen)
+        self._rows_seen += len(computed)
+        if sum(computed) != len(passes):
+            reasons.append(f"the step's forward pass computed {sum(computed)} rows, but {len(passes)} requests "
+                           "prefilled, decoded or failed: a computed row's result was dropped")
         units = sum(ev.get("num_units", 0) for ev in passes if ev["action"] == "prefill")
         if units > cfg.prefill_chunk_pages:
             reasons.append(f"the step prefilled {units} units; the budget is {cfg.prefill_chunk_pages}")
@@ -312,12 +318,13 @@ class ProgramRun:
         self.rules.append(f"expire(request {rid})")
         before = len(self.engine.events.events)
         self._guard("expire", lambda: self.engine.expire(rid))
-        self._check_effect("expire", rid, before, "waiting")
+        self._check_effect("expire", rid, before, "waiting", reason="client")
         self._check_due("the expiry", self.DUE_AFTER_CALL)
         return True
 
-    def _check_effect(self, action: str, rid: int, before: int, phase: str) -> None:
-        """A client call that returned must have done what it says: its event, and the request's new phase."""
+    def _check_effect(self, action: str, rid: int, before: int, phase: str, reason: str | None = None) -> None:
+        """A client call that returned must have done what it says: its event (with the reason a client's
+        call gives, where the event has one), and the request's new phase."""
         got = [ev for ev in self.engine.events.events[before:] if ev["action"] == action and ev.get("request") == rid]
         now = self.engine.scheduler.requests[rid].phase.value
         if not got or now != phase:
@@ -326,6 +333,11 @@ class ProgramRun:
                 last_state=self._last_state(), properties=["termination_validated"] if action == "abort" else
                 ["expired_never_blocked"],
                 reasons=[f"{'an' if got else 'no'} {action} event for request {rid}; it is {now}, not {phase}"]))
+        if reason is not None and got[0].get("reason") != reason:
+            raise ConformanceError(Diagnosis(
+                "payload", f"{action}(request {rid}) by the client logged the reason {got[0].get('reason')!r}",
+                event=got[0], last_state=self._last_state(),
+                reasons=[f"a client's {action} is logged with reason {reason!r} (the wait bound's with 'wait-bound')"]))
 
     def _op_hold(self, kind: str, k: int) -> bool:
         ids = [r for r in self.live(kind if kind in KINDS else "any") if r in self.live("holdable")]

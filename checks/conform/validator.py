@@ -263,11 +263,17 @@ class TraceValidator:
             via = self.tracker.flight_id(a.via[i] - 1) if a.via[i] else None
             if event.get("via") != via:
                 r.append(f"the wait it takes over: engine via {event.get('via')}, spec via {via}")
+            elif via is not None and event.get("shared_pages") != spec.num_shared(i, a.via[i] - 1):
+                r.append(f"shared_pages of the wait it takes over: engine {event.get('shared_pages')}, spec "
+                         f"{spec.num_shared(i, a.via[i] - 1)}")
         elif n == "expire":
             f = b.via[i] - 1 if b.via[i] else b.mem[i] - 1
             if bool(event.get("via")) != bool(b.via[i]):
                 r.append(f"expired wait: engine {'via a flight' if event.get('via') else 'as a follower'}, spec "
                          f"{'via a flight' if b.via[i] else 'as a follower'}")
+            elif b.via[i] and event.get("shared_pages") != spec.num_shared(i, f):
+                r.append(f"shared_pages of the expired wait: engine {event.get('shared_pages')}, spec "
+                         f"{spec.num_shared(i, f)}")
             if event.get("leader") != self.tracker.engine_of.get(f) or event.get("flight") != self.tracker.flight_id(f):
                 r.append(f"flight and leader: engine {event.get('flight')}/{event.get('leader')}, spec "
                          f"{self.tracker.flight_id(f)}/{self.tracker.engine_of.get(f)}")

@@ -44,6 +44,7 @@ class KVWitness:
     def __init__(self, runner: Any) -> None:
         self._runner = runner
         self.tags: dict[int, list[int | None]] = {}
+        self.passes: list[int] = []  # rows (chunks) of each forward pass, in order
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._runner, name)
@@ -60,6 +61,7 @@ class KVWitness:
 
     def forward(self, chunks: list) -> Any:
         """Record the slots each chunk writes, then run the real forward pass."""
+        self.passes.append(len(chunks))
         size = self._runner.page_size
         for chunk in chunks:
             table, pos = chunk.block_table, chunk.start_pos
@@ -69,6 +71,10 @@ class KVWitness:
                 self.tags.setdefault(table[pos // size], [None] * size)[pos % size] = prev
                 pos += 1
         return self._runner.forward(chunks)
+
+    def rows_since(self, first: int) -> list[int]:
+        """The row counts of the forward passes from the ``first``-th on."""
+        return self.passes[first:]
 
     def _tag(self, table: list[int], pos: int, size: int) -> int | None:
         slots = self.tags.get(table[pos // size])

@@ -97,3 +97,38 @@ def test_programs_bound_to_a_tree_scenario_conform_under_every_coordination(name
         for policy in ({}, {"release": "on-completion"}, {"coordination": "single-flight"}, {"coordination": "none"}):
             out = run_program(scenario_program(random.Random(f"{name}:{k}"), name, policy))
             assert out.ok, out.diagnosis.format()
+
+
+def _via_program(*ops) -> Program:
+    """Q2 arrives while Q1 (the same two-page document, another question) computes: it waits via Q1's flight."""
+    doc = class_tokens(0, 32, 256)
+    templates = (Template(tuple(doc + class_tokens(1, 5, 256)), 2, "Q1"),
+                 Template(tuple(doc + class_tokens(2, 21, 256)), 2, "Q2"))
+    config = {"coordination": "prefix", "release": "on-completion", "publication": "incremental",
+              "leader_loss": "promote", "max_running": 2, "prefill_chunk_pages": 1, "num_pages": 24}
+    return Program(Setup(config, templates), (("arrive", 0, 0.0, 0), ("step", 1), ("arrive", 1, 0.0, 0)) + ops)
+
+
+@pytest.mark.parametrize("action, ops", [
+    ("promote", (("arrive", 1, 0.0, 1), ("abort", "leader", 1), ("step", 3))),   # its follower takes the wait over
+    ("expire", (("expire", 0), ("step", 3))),                                     # it stops waiting
+])
+def test_a_wait_via_a_flight_handed_on_or_given_up_must_name_its_shared_pages(monkeypatch, action, ops):
+    from flightcheck.impl.events import EventLog
+
+    program = _via_program(*ops)
+    run = ProgramRun(program.setup)
+    for op in program.ops:
+        run.execute(op)
+    assert [e["shared_pages"] for e in run.engine.events.events if e["action"] == action] == [2]
+    emit = EventLog.emit
+
+    def without(self, name, **fields):
+        if name == action:
+            fields.pop("shared_pages", None)
+        return emit(self, name, **fields)
+    monkeypatch.setattr(EventLog, "emit", without)
+    out = run_program(program)
+    assert out.diagnosis.kind == "payload"
+    assert out.diagnosis.reasons[0].startswith("shared_pages of the ") and out.diagnosis.reasons[0].endswith(
+        "engine None, spec 2")

@@ -2,6 +2,10 @@
 tiny-model engine (a plausible bug, patched in) and asserts the runner names it; the same program
 passes on the unbroken engine."""
 
+import inspect
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -205,3 +209,29 @@ def test_a_request_that_runs_past_the_context_is_named(monkeypatch):
     out = run_program(program(ops, max_context=41))
     assert out.diagnosis.kind == "disabled" and out.diagnosis.summary == "decode(0) is not enabled in the spec"
     assert out.diagnosis.reasons == ["r0 already took 1 decode steps (max_tokens allows 1)"]
+
+
+def test_a_computed_row_whose_result_is_dropped_is_named(monkeypatch):
+    """After a failed row the step stops handling the others (break for continue): their rows were
+    computed and thrown away, and they compute them again next step, so every page and output is
+    still right; the runner counts the rows of the forward pass against the requests that moved."""
+    ops = [("arrive", 0, 0.0, 0), ("arrive", 1, 0.0, 0), ("step", 1), ("fault", "running", 0), ("step", 2)]
+    assert run_program(program(ops, prefill_chunk_pages=64)).ok  # both prefill in step 1, decode side by side
+    source = inspect.getsource(Scheduler.step)
+    assert source.count("continue") == 1
+    namespace = {}
+    exec(textwrap.dedent(source.replace("continue", "break")), vars(sys.modules[Scheduler.__module__]), namespace)
+    monkeypatch.setattr(Scheduler, "step", namespace["step"])
+    out = run_program(program(ops, prefill_chunk_pages=64))
+    assert out.diagnosis.kind == "step"
+    assert out.diagnosis.reasons == ["the step's forward pass computed 2 rows, but 1 requests prefilled, decoded "
+                                     "or failed: a computed row's result was dropped"]
+
+
+def test_a_client_expiry_logged_with_another_reason_is_named(monkeypatch):
+    ops = [("arrive", 0, 0.0, 0), ("arrive", 0, 0.0, 1), ("step", 1), ("expire", 0), ("step", 4)]
+    assert run_program(program(ops)).ok
+    expire = FlightLifecycle.expire
+    monkeypatch.setattr(FlightLifecycle, "expire", lambda self, rid, reason="client": expire(self, rid, "deadline"))
+    out = run_program(program(ops))
+    assert out.diagnosis.summary == "expire(request 1) by the client logged the reason 'deadline'"
