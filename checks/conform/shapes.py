@@ -9,7 +9,7 @@ conform stage) and a test can use it on a deliberately broken engine.
 For example::
 
     >>> sorted(SHAPES)
-    ['a-hit-refreshes-recency', 'eviction-skips-a-referenced-page']
+    ['a-hit-refreshes-recency', 'a-tie-waits-via-the-earliest-flight', 'eviction-skips-a-referenced-page']
     >>> SHAPES["a-hit-refreshes-recency"].program().setup.config["num_pages"]
     6
 """
@@ -50,6 +50,14 @@ def _eviction_skips_a_referenced_page() -> Program:
                            ("arrive", 2, 0.0, 0), ("step", 6)))
 
 
+def _a_tie_waits_via_the_earliest_flight() -> Program:
+    doc = class_tokens(0, 32, 256)
+    q1, q2, q3 = (Template(tuple(doc + class_tokens(q, n, 256)), 2, f"Q{q}") for q, n in ((1, 5), (2, 21), (3, 9)))
+    setup = Setup({"coordination": "prefix", "release": "on-completion", "publication": "incremental",
+                   "max_running": 2, "prefill_chunk_pages": 1, "num_pages": 24}, (q1, q2, q3))
+    return Program(setup, (("arrive", 0, 0.0, 0), ("arrive", 1, 0.0, 0), ("arrive", 2, 0.0, 0), ("step", 6)))
+
+
 SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("a-hit-refreshes-recency",
           "X's pages are cached, then Y's; X comes back and hits its pages, which are then the most recently "
@@ -61,4 +69,9 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
           "stay cached, unreferenced, more recently used); Z's prefill runs the pool short. The least "
           "recently used leaf is Y's, which Y still reads: only an eviction that skips referenced pages "
           "takes X's.", _eviction_skips_a_referenced_page),
+    Shape("a-tie-waits-via-the-earliest-flight",
+          "Q1 leads a flight over a two-page document; Q2 (the document, another question) waits via Q1's "
+          "flight and leads its own; Q3 shares the document's two pages with both open flights. It waits via "
+          "the flight whose leader came first, Q1's: an engine that breaks the tie another way (the latest "
+          "flight, or no order at all) waits via Q2's.", _a_tie_waits_via_the_earliest_flight),
 )}

@@ -44,10 +44,38 @@ def _programs(name: str, fixed: dict):
     return seeded_programs(0, 200, fixed=fixed)
 
 
+# What each written-out program must make the correct engine do (else it pins nothing).
+SHAPE_DOES = {"a-hit-refreshes-recency": "evict(", "eviction-skips-a-referenced-page": "evict(",
+              "a-tie-waits-via-the-earliest-flight": "arrive(2)"}
+
+
 @pytest.mark.parametrize("name", sorted(SHAPES))
-def test_the_written_out_programs_conform_on_the_real_engine_and_evict(name):
+def test_the_written_out_programs_conform_on_the_real_engine_and_do_what_they_pin(name):
     out = run_program(SHAPES[name].program())
-    assert out.ok and "evict(" in " ".join(out.actions), out.actions
+    assert out.ok and SHAPE_DOES[name] in " ".join(out.actions), out.actions
+
+
+def test_the_tie_shape_has_two_open_flights_to_choose_from_and_a_tie_broken_the_other_way_is_caught(monkeypatch):
+    from flightcheck.checks.conform.runner import ProgramRun
+    from flightcheck.impl.coordinator import Coordinator
+
+    program = SHAPES["a-tie-waits-via-the-earliest-flight"].program()
+    run = ProgramRun(program.setup)
+    for op in program.ops[:2]:
+        run.execute(op)
+    coordinator = run.engine.scheduler.coordinator
+    keys = run.engine.scheduler.requests[1].page_keys
+    assert coordinator.by_page_key[keys[1]] == {0, 1}  # both flights list the document's second page
+
+    def latest(self, page_keys):  # the tie broken towards the latest flight
+        for k in range(len(page_keys) - 1, self.min_shared_pages - 2, -1):
+            if self.by_page_key.get(page_keys[k]):
+                return max(self.by_page_key[page_keys[k]], key=lambda f: self.flights[f].leader_request_id), k + 1
+        return None, 0
+    monkeypatch.setattr(Coordinator, "can_wait_via", latest)
+    out = run_program(program)
+    assert "waits_for_shared_pages" in out.diagnosis.properties
+    assert out.diagnosis.reasons[0].startswith("the engine has it wait via flight 1, the spec via 0")
 
 
 def test_every_mutant_is_listed():
