@@ -22,7 +22,11 @@ For example::
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +39,34 @@ from flightcheck.impl.errors import EngineError, UnknownRequestError
 from flightcheck.impl.sampling import SamplingParams
 
 MAX_DRAIN_STEPS = 300
+# How long one client operation may keep the engine busy before the run counts it as hung (a loop that
+# never ends would otherwise hang the whole check): far beyond any real step on the tiny model (milliseconds)
+# or on SmolLM2 (a few seconds for a long prefill on two cores).
+CALL_LIMIT_SECONDS = {"tiny": 30.0, "smollm2": 600.0}
+
+
+class EngineHang(BaseException):
+    """Raised into an engine call that ran past its limit (a BaseException: the engine's own ``except
+    Exception`` must not swallow it)."""
+
+
+@contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Raise :class:`EngineHang` into the code inside after ``seconds`` (SIGALRM; only in the main
+    thread, where signals are delivered; elsewhere nothing is watched)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def ring(_signum: int, _frame: Any) -> None:
+        raise EngineHang()
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 FEATURES = ("followers_released", "leaders_lost_in_prefill", "capacity_full", "evictions", "aborts",
             "promotions", "expiries", "failures", "pins")
 
@@ -64,6 +96,7 @@ class ProgramRun:
 
     def __init__(self, setup: Setup, model: str = "tiny") -> None:
         self.setup = setup
+        self.model = model
         self.config = EngineConfig(**setup.config)
         eos = [] if setup.eos_template is None else [first_token(model, setup.templates[setup.eos_template].tokens)]
         self.engine = build_engine(model, self.config, eos)
@@ -131,13 +164,28 @@ class ProgramRun:
         self.ops.append(op)
         name = op[0]
         try:
-            done = getattr(self, "_op_" + name)(*op[1:])
+            with self._watched(describe_op(op)):
+                done = getattr(self, "_op_" + name)(*op[1:])
             if done:
                 self._guard("the state check", self.monitor.check)
             return done
         except ConformanceError as error:
             self.diagnosis = self.diagnosis or error.diagnosis
             raise ConformanceError(self.diagnosis) from None
+
+    @contextmanager
+    def _watched(self, what: str) -> Iterator[None]:
+        """Run an operation under :data:`CALL_LIMIT_SECONDS`; one that runs past it is a hung engine."""
+        limit = CALL_LIMIT_SECONDS.get(self.model, max(CALL_LIMIT_SECONDS.values()))
+        try:
+            with deadline(limit):
+                yield
+        except EngineHang:
+            raise ConformanceError(Diagnosis(
+                "stuck", f"the engine did not return from {what} within {limit:.0f} s", last_state=self._last_state(),
+                properties=["eventually_terminates"],
+                notes=["an engine call that never returns (a loop waiting for pages that nothing frees, say) "
+                       "stops every request: none of them can terminate"])) from None
 
     def _op_arrive(self, t: int, temperature: float, seed: int) -> bool:
         if t >= len(self.setup.templates) or (self.setup.scenario is not None and t in self.arrived):
@@ -432,7 +480,8 @@ class ProgramRun:
                 if not self.engine.has_unfinished():
                     break
                 self.rules.append("step()  [drain]")
-                self._step()
+                with self._watched("a drain step"):
+                    self._step()
                 self._guard("the state check", lambda: self.monitor.check("after draining"))
             else:
                 raise ConformanceError(Diagnosis("stuck", f"requests are still live after {MAX_DRAIN_STEPS} drain steps",
