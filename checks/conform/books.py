@@ -84,6 +84,10 @@ def _queues(sched: Any, name) -> list[str]:
     return out
 
 
+# The finish reason of each terminated phase (a finished request's is read off its outputs at its finish).
+_END_REASONS = {Phase.FINISHED: ("eos", "stop", "length"), Phase.ABORTED: ("abort",), Phase.FAILED: ("error",)}
+
+
 def _requests(sched: Any, name) -> list[str]:
     coord = sched.coordinator
     out = []
@@ -91,6 +95,11 @@ def _requests(sched: Any, name) -> list[str]:
         flight = coord.flights.get(r.flight_id) if r.flight_id is not None else None
         pending_leader = flight is not None and flight.leader_request_id == rid and not flight.is_leader_live
         if not r.phase.is_live:
+            # What a client reads of a terminated request: why it ended and when.
+            if r.finish_reason not in _END_REASONS.get(r.phase, ()):
+                out.append(f"{name(rid)} is {r.phase.value} but its finish reason is {r.finish_reason!r}")
+            if r.finish_time is None:
+                out.append(f"{name(rid)} is {r.phase.value} but has no finish time")
             if r.block_table and not pending_leader:
                 out.append(f"{name(rid)} is {r.phase.value} but still holds pages {r.block_table}")
             if r.num_pages_reserved:

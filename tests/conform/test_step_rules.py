@@ -257,3 +257,13 @@ def test_an_engine_call_that_never_returns_is_a_stuck_run_not_a_hung_check(monke
     assert out.diagnosis.kind == "stuck"
     assert out.diagnosis.summary == "the engine did not return from step() x6 within 1 s"
     assert out.diagnosis.properties == ["eventually_terminates"]
+
+
+def test_a_terminated_request_must_say_why_and_when_it_ended(monkeypatch):
+    ops = [("arrive", 0, 0.0, 0), ("step", 1), ("abort", "leader", 0), ("step", 1)]
+    assert run_program(program(ops)).ok
+    end = FlightLifecycle._end
+    monkeypatch.setattr(FlightLifecycle, "_end", lambda self, request, phase, reason: end(
+        self, request, phase, "cancelled" if reason == "abort" else reason))
+    out = run_program(program(ops))
+    assert out.diagnosis.reasons == ["r0 (engine 0) is aborted but its finish reason is 'cancelled'"]
