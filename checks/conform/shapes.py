@@ -8,8 +8,9 @@ conform stage) and a test can use it on a deliberately broken engine.
 
 For example::
 
-    >>> sorted(SHAPES)
-    ['a-hit-refreshes-recency', 'a-tie-waits-via-the-earliest-flight', 'eviction-skips-a-referenced-page']
+    >>> sorted(SHAPES)  # doctest: +NORMALIZE_WHITESPACE
+    ['a-hit-does-not-make-room', 'a-hit-refreshes-recency', 'a-tie-waits-via-the-earliest-flight',
+     'eviction-skips-a-referenced-page']
     >>> SHAPES["a-hit-refreshes-recency"].program().setup.config["num_pages"]
     6
 """
@@ -58,6 +59,14 @@ def _a_tie_waits_via_the_earliest_flight() -> Program:
     return Program(setup, (("arrive", 0, 0.0, 0), ("arrive", 1, 0.0, 0), ("arrive", 2, 0.0, 0), ("step", 6)))
 
 
+def _a_hit_does_not_make_room() -> Program:
+    x = Template(tuple(class_tokens(0, 37, 256)), 1, "X")
+    z = Template(tuple(class_tokens(1, 16, 256)), 60, "Z")
+    setup = Setup({"coordination": "none", "max_running": 2, "prefill_chunk_pages": 64, "num_pages": 7}, (x, z))
+    return Program(setup, (("arrive", 0, 0.0, 0), ("step", 3), ("arrive", 1, 0.0, 0), ("step", 1),
+                           ("arrive", 0, 0.0, 0), ("step", 3)))
+
+
 SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("a-hit-refreshes-recency",
           "X's pages are cached, then Y's; X comes back and hits its pages, which are then the most recently "
@@ -69,6 +78,12 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
           "stay cached, unreferenced, more recently used); Z's prefill runs the pool short. The least "
           "recently used leaf is Y's, which Y still reads: only an eviction that skips referenced pages "
           "takes X's.", _eviction_skips_a_referenced_page),
+    Shape("a-hit-does-not-make-room",
+          "X finishes and leaves two cached pages nobody holds; Z runs and reserves four of the five free pages "
+          "for its decode; X comes back and would hit both cached pages and need one more. Its hits stop "
+          "being evictable as it takes them, so the free and evictable pages (4 + 2) less its hits and Z's "
+          "reservation leave none: it waits for Z. An admission that counts its hits as room admits it.",
+          _a_hit_does_not_make_room),
     Shape("a-tie-waits-via-the-earliest-flight",
           "Q1 leads a flight over a two-page document; Q2 (the document, another question) waits via Q1's "
           "flight and leads its own; Q3 shares the document's two pages with both open flights. It waits via "
