@@ -98,7 +98,9 @@ def explore_stage(ctx: Context) -> list[Row]:
 # --- variants --------------------------------------------------------------------------------------------
 def variants_stage(ctx: Context) -> list[Row]:
     """Every design variant on its demo scenario: correct ones pass, mutants fail as their story says,
-    with the recorded shortest path."""
+    with the recorded shortest path, and violate exactly the recorded properties (every one they
+    violate, not only their own: a property that stops failing where it failed, or starts, is a changed
+    property as much as a changed design)."""
     from flightcheck.checks.explore.engine import explore_with as explore
 
     rows = []
@@ -122,6 +124,9 @@ def variants_stage(ctx: Context) -> list[Row]:
             changed = ctx.expect.compare("variants", v.name, [v.expected_violation, n])
             if changed:
                 ok, detail = False, f"path changed ({changed}); " + detail
+            moved = ctx.expect.compare("violated", v.name, sorted(violated))
+            if moved:
+                ok, detail = False, f"the properties it violates changed ({moved}); " + detail
             cx = res.counterexample
             evidence = {**where, "property": v.expected_violation, "kind": res.kind, "length": n,
                         "counterexample": cx.actions if cx else None,

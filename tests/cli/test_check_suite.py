@@ -36,3 +36,36 @@ def test_a_stage_that_breaks_is_a_failed_row_and_fails_the_job(monkeypatch, caps
     assert len(broken) == 1 and not broken[0]["ok"] and "no_such_stage" in broken[0]["detail"]
     assert not any(r["stage"] == "smollm2" for r in out["rows"])  # --quick skips the real model
     assert sum(r["ok"] for r in out["rows"]) == 16  # every variant
+
+
+def test_every_figure_check_pins_is_recorded():
+    """check compares each stage's figures with checks/cli/expectations.json; a figure missing there is
+    compared with nothing, so a changed state count, proof verdict or path would pass unseen."""
+    from flightcheck.checks.cli.expect import Expectations
+    from flightcheck.checks.cli.stages import _key, _prove_items
+    from flightcheck.spec.scenario import SCENARIOS, policy_grid
+    from flightcheck.spec.variants import VARIANTS
+
+    mutants = {v.name for v in VARIANTS.values() if v.expected_violation is not None}
+    want = {"explore": {_key(s) for scn in SCENARIOS.values() for s in policy_grid(scn)},
+            "variants": mutants, "violated": mutants, "prove": {_key(s) for s in _prove_items(False)},
+            "equiv": set(VARIANTS) - {"correct"}, "workload": {"conversation", "synthetic"}}
+    recorded = Expectations.load().recorded
+    for stage, keys in want.items():
+        assert keys <= set(recorded.get(stage, {})), (stage, sorted(keys - set(recorded.get(stage, {}))))
+
+
+def test_a_figure_other_than_the_recorded_one_fails_its_row():
+    from flightcheck.checks.cli.expect import Expectations
+    from flightcheck.checks.cli.stages import Context, variants_stage
+
+    book = Expectations({"variants": {"insert-on-miss": ["visible_after_compute", 3]},
+                         "violated": {"early-release": ["no_deadlock", "release_after_publication"]}})
+    rows = {r.item: r for r in variants_stage(Context(quick=True, expect=book))}
+    assert not rows["insert-on-miss"].ok
+    assert rows["insert-on-miss"].detail.startswith("path changed (was [\"visible_after_compute\", 3], now "
+                                                    "[\"visible_after_compute\", 2])")
+    assert not rows["early-release"].ok
+    assert rows["early-release"].detail.startswith("the properties it violates changed (was [\"no_deadlock\", "
+                                                   "\"release_after_publication\"], now [\"release_after_publication\", \"single_prefill\"])")
+    assert rows["forget-at-release"].ok
