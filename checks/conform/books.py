@@ -141,8 +141,12 @@ def _coordinator(sched: Any, name) -> list[str]:
                        f"{'live' if fl.is_leader_live else 'gone'}")
         if fl.is_leader_live:
             members[fl.leader_request_id] += 1
+            if leader.role != "leader":  # what a client reads of it (promotion makes a follower the leader)
+                out.append(f"{name(fl.leader_request_id)} leads flight {fid} but its role is {leader.role!r}")
         for rid in fl.follower_request_ids:
             members[rid] += 1
+            if rid in reqs and reqs[rid].role != "follower":
+                out.append(f"{name(rid)} follows flight {fid} but its role is {reqs[rid].role!r}")
         if coord.index.get(fl.input_token_ids) != fid:
             out.append(f"flight {fid} is open but its input is not indexed to it")
     for rid, k in members.items():
@@ -153,6 +157,18 @@ def _coordinator(sched: Any, name) -> list[str]:
     for fid in coord.index.values():
         if fid not in coord.flights:
             out.append(f"the index names flight {fid}, which is not open")
+    # The page-key index lists each open flight under each of its page keys, and nothing else: an entry
+    # left behind (even an empty one) is a structure that grows with every flight a server ever had.
+    listed = {key: set(fids) for key, fids in coord.by_page_key.items()}
+    want: dict[str, set] = {}
+    for fid, fl in coord.flights.items():
+        for key in fl.page_keys:
+            want.setdefault(key, set()).add(fid)
+    if listed != want:
+        extra = sorted(k for k in listed if listed[k] != want.get(k))[:1] or sorted(set(want) - set(listed))[:1]
+        key = extra[0]
+        out.append(f"the page-key index lists flights {sorted(listed.get(key, ()))} under key {key}, the open "
+                   f"flights with that page {sorted(want.get(key, ()))}")
     out += _via_books(coord, name)
     return out
 

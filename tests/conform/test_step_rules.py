@@ -267,3 +267,38 @@ def test_a_terminated_request_must_say_why_and_when_it_ended(monkeypatch):
         self, request, phase, "cancelled" if reason == "abort" else reason))
     out = run_program(program(ops))
     assert out.diagnosis.reasons == ["r0 (engine 0) is aborted but its finish reason is 'cancelled'"]
+
+
+def test_a_page_key_entry_left_behind_is_named(monkeypatch):
+    """Release deletes a page key's entry once its last flight is gone; left behind (an empty set), it
+    changes no choice, but the index grows with every flight a server ever had."""
+    from flightcheck.impl.coordinator import Coordinator
+
+    ops = [("arrive", 0, 0.0, 0), ("arrive", 0, 0.0, 1), ("step", 6)]
+    assert run_program(program(ops)).ok
+    release = Coordinator.release
+
+    def keeps_entries(self, flight_id):
+        keys = self.flights[flight_id].page_keys
+        followers = release(self, flight_id)
+        for key in keys:
+            self.by_page_key.setdefault(key, set())
+        return followers
+    monkeypatch.setattr(Coordinator, "release", keeps_entries)
+    out = run_program(program(ops))
+    assert out.diagnosis.reasons[0].startswith("the page-key index lists flights [] under key ")
+
+
+def test_a_promoted_follower_must_read_as_the_leader(monkeypatch):
+    ops = [("arrive", 0, 0.0, 0), ("arrive", 0, 0.0, 1), ("arrive", 0, 0.0, 2), ("step", 1),
+           ("abort", "leader", 0), ("step", 6)]
+    assert run_program(program(ops, leader_loss="promote")).ok
+    promote = FlightLifecycle.promote
+
+    def keeps_role(self, flight_id):
+        followers = list(self.coordinator.flights[flight_id].follower_request_ids)
+        promote(self, flight_id)
+        self.requests[followers[0]].role = "follower"
+    monkeypatch.setattr(FlightLifecycle, "promote", keeps_role)
+    out = run_program(program(ops, leader_loss="promote"))
+    assert "r1 (engine 1) leads flight 0 but its role is 'follower'" in out.diagnosis.reasons
