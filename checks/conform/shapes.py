@@ -10,7 +10,7 @@ For example::
 
     >>> sorted(SHAPES)  # doctest: +NORMALIZE_WHITESPACE
     ['a-hit-does-not-make-room', 'a-hit-refreshes-recency', 'a-tie-waits-via-the-earliest-flight',
-     'eviction-skips-a-referenced-page']
+     'eviction-skips-a-referenced-page', 'recency-follows-allocation-not-publication']
     >>> SHAPES["a-hit-refreshes-recency"].program().setup.config["num_pages"]
     6
 """
@@ -67,6 +67,16 @@ def _a_hit_does_not_make_room() -> Program:
                            ("arrive", 0, 0.0, 0), ("step", 3)))
 
 
+def _recency_follows_allocation_not_publication() -> Program:
+    a = Template(tuple(class_tokens(0, 33, 256)), 20, "A")
+    b = Template(tuple(class_tokens(1, 33, 256)), 1, "B")
+    c = Template(tuple(class_tokens(2, 49, 256)), 1, "C")
+    setup = Setup({"coordination": "none", "publication": "on-completion", "max_running": 2,
+                   "prefill_chunk_pages": 1, "num_pages": 7}, (a, b, c))
+    return Program(setup, (("arrive", 0, 0.0, 0), ("arrive", 1, 0.0, 0), ("step", 30), ("arrive", 2, 0.0, 0),
+                           ("step", 5)))
+
+
 SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("a-hit-refreshes-recency",
           "X's pages are cached, then Y's; X comes back and hits its pages, which are then the most recently "
@@ -84,6 +94,12 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
           "being evictable as it takes them, so the free and evictable pages (4 + 2) less its hits and Z's "
           "reservation leave none: it waits for Z. An admission that counts its hits as room admits it.",
           _a_hit_does_not_make_room),
+    Shape("recency-follows-allocation-not-publication",
+          "A and B are admitted together; A computes its pages first, then B (one page a step, no admission or "
+          "hit in between); B finishes at once and A decodes on, so under publication on completion B's pages "
+          "are cached first. C then needs one of them: the least recently used leaf is A's, computed earlier. "
+          "An engine whose allocations do not stamp their pages (or do not move the clock) has the two leaves "
+          "tied and takes the one cached first, B's.", _recency_follows_allocation_not_publication),
     Shape("a-tie-waits-via-the-earliest-flight",
           "Q1 leads a flight over a two-page document; Q2 (the document, another question) waits via Q1's "
           "flight and leads its own; Q3 shares the document's two pages with both open flights. It waits via "

@@ -46,7 +46,22 @@ def _programs(name: str, fixed: dict):
 
 # What each written-out program must make the correct engine do (else it pins nothing).
 SHAPE_DOES = {"a-hit-refreshes-recency": "evict(", "eviction-skips-a-referenced-page": "evict(",
-              "a-tie-waits-via-the-earliest-flight": "arrive(2)", "a-hit-does-not-make-room": "finish(1), admit(2)"}
+              "a-tie-waits-via-the-earliest-flight": "arrive(2)", "a-hit-does-not-make-room": "finish(1), admit(2)",
+              "recency-follows-allocation-not-publication": "evict("}
+
+
+def test_allocations_that_do_not_move_the_clock_are_caught(monkeypatch):
+    from flightcheck.impl.pages import PagePool
+
+    allocate = PagePool.allocate
+
+    def still_clock(self, num):
+        self.clock -= 1  # allocate's own += 1 then moves it nowhere
+        return allocate(self, num)
+    monkeypatch.setattr(PagePool, "allocate", still_clock)
+    out = run_program(SHAPES["recency-follows-allocation-not-publication"].program())
+    assert out.diagnosis.properties == ["evicts_least_recently_used"]
+    assert "while page 1 had been unreferenced longer" in out.diagnosis.reasons[0]
 
 
 def test_an_admission_that_counts_its_hits_as_room_is_caught(monkeypatch):
