@@ -30,6 +30,7 @@ from flightcheck.checks.conform.engines import build_engine
 from flightcheck.checks.conform.prompts import class_tokens
 from flightcheck.impl.pages import PAGE_SIZE
 from flightcheck.checks.conform.monitor import Monitor
+from flightcheck.checks.conform.runner import CALL_LIMIT_SECONDS, EngineHang, deadline
 
 NUM_REQUESTS = 8
 PROMPT_PAGES = 4
@@ -115,13 +116,18 @@ def probe(coordination: str, *, model: str = "tiny", release: str = "after-prefi
     engine.runner = engine.scheduler.runner = counter
     pool = engine.scheduler.pool = _CountingPool(engine.scheduler.pool)
     params = SamplingParams(max_tokens=4)
-    leader = engine.add_request(prompt, params)
-    engine.hold(leader)
-    engine.step()  # admitted (a lookup, a miss), held before its first prefill
-    for _ in range(num_requests - 1):
-        engine.add_request(prompt, params)
-    engine.resume(leader)
-    engine.run(max_steps=200)
+    limit = CALL_LIMIT_SECONDS.get(model, max(CALL_LIMIT_SECONDS.values()))
+    try:
+        with deadline(limit):  # an engine that never returns fails the probe instead of hanging the check
+            leader = engine.add_request(prompt, params)
+            engine.hold(leader)
+            engine.step()  # admitted (a lookup, a miss), held before its first prefill
+            for _ in range(num_requests - 1):
+                engine.add_request(prompt, params)
+            engine.resume(leader)
+            engine.run(max_steps=200)
+    except EngineHang:
+        raise RuntimeError(f"the engine did not finish the probe within {limit:.0f} s") from None
     monitor.check("at the end of the probe")
     c = engine.counters
     return ProbeResult(coordination, num_requests, c["num_prefix_lookups"], pool.num_allocated, counter.computations,

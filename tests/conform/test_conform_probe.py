@@ -41,3 +41,13 @@ def test_probe_on_the_real_model():
     assert none.computations_per_page == [8, 8, 8, 8] and none.page_allocations == 40
     assert single.computations_per_page == [1, 1, 1, 1] and single.page_allocations == 12
     assert none.conformed and single.conformed
+
+
+def test_an_engine_that_never_returns_fails_the_probe_instead_of_hanging_it(monkeypatch):
+    from flightcheck.checks.conform import runner
+    from flightcheck.impl.scheduler import Scheduler
+
+    monkeypatch.setattr(Scheduler, "admit", lambda self, admission: None)  # admission loops for ever
+    monkeypatch.setitem(runner.CALL_LIMIT_SECONDS, "tiny", 1.0)
+    with pytest.raises(RuntimeError, match="the engine did not finish the probe within 1 s"):
+        probe("single-flight")
