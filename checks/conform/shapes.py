@@ -10,7 +10,7 @@ For example::
 
     >>> sorted(SHAPES)  # doctest: +NORMALIZE_WHITESPACE
     ['a-hit-does-not-make-room', 'a-hit-refreshes-recency', 'a-tie-waits-via-the-earliest-flight',
-     'eviction-skips-a-referenced-page', 'recency-follows-allocation-not-publication']
+     'eos-at-a-later-output', 'eviction-skips-a-referenced-page', 'recency-follows-allocation-not-publication']
     >>> SHAPES["a-hit-refreshes-recency"].program().setup.config["num_pages"]
     6
 """
@@ -77,6 +77,17 @@ def _recency_follows_allocation_not_publication() -> Program:
                            ("step", 5)))
 
 
+def _eos_at_a_later_output() -> Program:
+    # The tiny model repeats its first token when greedy, so an EOS token set from a template's first
+    # output ends requests at their first output only; a hot draw (temperature 2, seed 11) gives S the
+    # outputs 150, 150, 150, 36, ... and 36 is the first token the model gives T's prompt.
+    s = Template(tuple(class_tokens(0, 20, 256)), 6, "S")
+    t = Template(tuple(class_tokens(35, 20, 256)), 1, "T")
+    setup = Setup({"coordination": "none", "max_running": 1, "prefill_chunk_pages": 64, "num_pages": 4}, (s, t),
+                  eos_template=1)
+    return Program(setup, (("arrive", 0, 2.0, 11), ("step", 8)))
+
+
 SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("a-hit-refreshes-recency",
           "X's pages are cached, then Y's; X comes back and hits its pages, which are then the most recently "
@@ -100,6 +111,11 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
           "are cached first. C then needs one of them: the least recently used leaf is A's, computed earlier. "
           "An engine whose allocations do not stamp their pages (or do not move the clock) has the two leaves "
           "tied and takes the one cached first, B's.", _recency_follows_allocation_not_publication),
+    Shape("eos-at-a-later-output",
+          "S's request, sampled hot, draws an end-of-sequence token at its fourth output, not its first (the "
+          "campaigns' EOS tokens end requests at their first output, where the tiny model's greedy runs put "
+          "them): an engine that tests another output than the last for EOS runs it on to max_tokens.",
+          _eos_at_a_later_output),
     Shape("a-tie-waits-via-the-earliest-flight",
           "Q1 leads a flight over a two-page document; Q2 (the document, another question) waits via Q1's "
           "flight and leads its own; Q3 shares the document's two pages with both open flights. It waits via "

@@ -47,7 +47,31 @@ def _programs(name: str, fixed: dict):
 # What each written-out program must make the correct engine do (else it pins nothing).
 SHAPE_DOES = {"a-hit-refreshes-recency": "evict(", "eviction-skips-a-referenced-page": "evict(",
               "a-tie-waits-via-the-earliest-flight": "arrive(2)", "a-hit-does-not-make-room": "finish(1), admit(2)",
-              "recency-follows-allocation-not-publication": "evict("}
+              "recency-follows-allocation-not-publication": "evict(", "eos-at-a-later-output": "finish(0)"}
+
+
+def test_the_eos_shape_ends_at_its_fourth_output_and_an_eos_test_of_the_first_output_is_caught(monkeypatch):
+    from flightcheck.checks.conform.runner import ProgramRun
+    from flightcheck.impl.scheduler import Scheduler
+
+    program = SHAPES["eos-at-a-later-output"].program()
+    run = ProgramRun(program.setup)
+    for op in program.ops:
+        run.execute(op)
+    request = run.engine.scheduler.requests[0]
+    assert (len(request.output_token_ids), request.finish_reason) == (4, "eos")
+    can_finish = Scheduler.can_finish
+
+    def first_output(self, request):  # the EOS test reads output_token_ids[-0]
+        last = request.output_token_ids[-1]
+        request.output_token_ids[-1] = request.output_token_ids[0]
+        try:
+            return can_finish(self, request)
+        finally:
+            request.output_token_ids[-1] = last
+    monkeypatch.setattr(Scheduler, "can_finish", first_output)
+    out = run_program(program)
+    assert out.diagnosis.reasons == ["finish: r0 should have finished at output 4 (eos), finished after 6"]
 
 
 def test_allocations_that_do_not_move_the_clock_are_caught(monkeypatch):
