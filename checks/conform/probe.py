@@ -30,7 +30,7 @@ from flightcheck.checks.conform.engines import build_engine
 from flightcheck.checks.conform.prompts import class_tokens
 from flightcheck.impl.pages import PAGE_SIZE
 from flightcheck.checks.conform.monitor import Monitor
-from flightcheck.checks.conform.runner import CALL_LIMIT_SECONDS, EngineHang, deadline
+from flightcheck.checks.conform.watchdog import CALL_LIMIT_SECONDS, EngineHang, deadline
 
 NUM_REQUESTS = 8
 PROMPT_PAGES = 4

@@ -22,8 +22,6 @@ For example::
 
 from __future__ import annotations
 
-import signal
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,39 +32,12 @@ from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
 from flightcheck.checks.conform.engines import build_engine, first_token, text_codec
 from flightcheck.checks.conform.monitor import Monitor
 from flightcheck.checks.conform.program import KINDS, REFUSALS, Op, Program, Setup, describe_op
+from flightcheck.checks.conform.watchdog import CALL_LIMIT_SECONDS, EngineHang, deadline
 from flightcheck.impl.config import EngineConfig
 from flightcheck.impl.errors import EngineError, UnknownRequestError
 from flightcheck.impl.sampling import SamplingParams
 
 MAX_DRAIN_STEPS = 300
-# How long one client operation may keep the engine busy before the run counts it as hung (a loop that
-# never ends would otherwise hang the whole check): far beyond any real step on the tiny model (milliseconds)
-# or on SmolLM2 (a few seconds for a long prefill on two cores).
-CALL_LIMIT_SECONDS = {"tiny": 30.0, "smollm2": 600.0}
-
-
-class EngineHang(BaseException):
-    """Raised into an engine call that ran past its limit (a BaseException: the engine's own ``except
-    Exception`` must not swallow it)."""
-
-
-@contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """Raise :class:`EngineHang` into the code inside after ``seconds`` (SIGALRM; only in the main
-    thread, where signals are delivered; elsewhere nothing is watched)."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        yield
-        return
-
-    def ring(_signum: int, _frame: Any) -> None:
-        raise EngineHang()
-    previous = signal.signal(signal.SIGALRM, ring)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 FEATURES = ("followers_released", "leaders_lost_in_prefill", "capacity_full", "evictions", "aborts",
             "promotions", "expiries", "failures", "pins")
 

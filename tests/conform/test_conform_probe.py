@@ -44,10 +44,10 @@ def test_probe_on_the_real_model():
 
 
 def test_an_engine_that_never_returns_fails_the_probe_instead_of_hanging_it(monkeypatch):
-    from flightcheck.checks.conform import runner
+    from flightcheck.checks.conform import watchdog
     from flightcheck.impl.scheduler import Scheduler
 
     monkeypatch.setattr(Scheduler, "admit", lambda self, admission: None)  # admission loops for ever
-    monkeypatch.setitem(runner.CALL_LIMIT_SECONDS, "tiny", 1.0)
+    monkeypatch.setitem(watchdog.CALL_LIMIT_SECONDS, "tiny", 1.0)
     with pytest.raises(RuntimeError, match="the engine did not finish the probe within 1 s"):
         probe("single-flight")

@@ -240,7 +240,7 @@ def test_a_client_expiry_logged_with_another_reason_is_named(monkeypatch):
 def test_an_engine_call_that_never_returns_is_a_stuck_run_not_a_hung_check(monkeypatch):
     """Allocation that waits for pages without evicting any (the eviction call deleted) loops forever
     once the pool is full; the run names the call instead of hanging the check."""
-    from flightcheck.checks.conform import runner
+    from flightcheck.checks.conform import watchdog
 
     ops = [("arrive", 0, 0.0, 0), ("step", 6), ("arrive", 1, 0.0, 0), ("step", 6)]
     assert run_program(program(ops, num_pages=4, max_running=1)).ok
@@ -252,7 +252,7 @@ def test_an_engine_call_that_never_returns_is_a_stuck_run_not_a_hung_check(monke
         self.counters.num_pages_allocated += num
         request.num_pages_reserved -= num
     monkeypatch.setattr(Scheduler, "_allocate", never_evicts)
-    monkeypatch.setitem(runner.CALL_LIMIT_SECONDS, "tiny", 1.0)
+    monkeypatch.setitem(watchdog.CALL_LIMIT_SECONDS, "tiny", 1.0)
     out = run_program(program(ops, num_pages=4, max_running=1))
     assert out.diagnosis.kind == "stuck"
     assert out.diagnosis.summary == "the engine did not return from step() x6 within 1 s"
