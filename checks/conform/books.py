@@ -100,6 +100,8 @@ def _requests(sched: Any, name) -> list[str]:
                 out.append(f"{name(rid)} is {r.phase.value} but its finish reason is {r.finish_reason!r}")
             if r.finish_time is None:
                 out.append(f"{name(rid)} is {r.phase.value} but has no finish time")
+            if r.phase is Phase.FAILED and not r.error:
+                out.append(f"{name(rid)} failed but carries no error for its client")
             if r.block_table and not pending_leader:
                 out.append(f"{name(rid)} is {r.phase.value} but still holds pages {r.block_table}")
             if r.num_pages_reserved:

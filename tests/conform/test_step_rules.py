@@ -302,3 +302,16 @@ def test_a_promoted_follower_must_read_as_the_leader(monkeypatch):
     monkeypatch.setattr(FlightLifecycle, "promote", keeps_role)
     out = run_program(program(ops, leader_loss="promote"))
     assert "r1 (engine 1) leads flight 0 but its role is 'follower'" in out.diagnosis.reasons
+
+
+def test_a_failed_request_must_carry_its_error(monkeypatch):
+    ops = [("arrive", 0, 0.0, 0), ("step", 1), ("fault", "running", 0), ("step", 1)]
+    assert run_program(program(ops)).ok
+    fail = FlightLifecycle.fail
+
+    def silent(self, request, error):
+        fail(self, request, error)
+        request.error = None
+    monkeypatch.setattr(FlightLifecycle, "fail", silent)
+    out = run_program(program(ops))
+    assert out.diagnosis.reasons == ["r0 (engine 0) failed but carries no error for its client"]
