@@ -204,9 +204,10 @@ class ProgramRun:
         held = set(self.live("held"))
         if len(sched.running) >= self.config.max_running and sched.waiting:
             self.features["capacity_full"] += 1
-        self._guard("step", self.engine.step)
+        tokens = self._guard("step", self.engine.step)
         self.steps += 1
         new = self.engine.events.events[before:]
+        self._check_tokens(tokens, new)
         for ev in new:
             a = ev["action"]
             if a == "release":
@@ -227,6 +228,19 @@ class ProgramRun:
                 reasons=[f"live: {names}", "engine steps the spec still allows: " + (", ".join(pending) or "none")],
                 properties=["no_deadlock"],
                 notes=["no engine step happens although requests are live: they can never terminate"]))
+
+    def _check_tokens(self, tokens: Any, events: list[dict]) -> None:
+        """What step() returns (what a streaming client is sent) is each new token of the step: one for
+        every request that prefilled its last chunk or decoded, its latest output."""
+        sched = self.engine.scheduler
+        moved = {ev["request"] for ev in events
+                 if ev["action"] == "decode" or (ev["action"] == "prefill" and ev.get("first_token"))}
+        want = {rid: [sched.requests[rid].output_token_ids[-1]] for rid in moved}
+        if tokens != want:
+            raise ConformanceError(Diagnosis(
+                "step", "step() returned other new tokens than the step produced", last_state=self._last_state(),
+                reasons=[f"step() returned {tokens!r}; the step's prefill and decode events give {want!r}"],
+                notes=["a streaming client is sent what step() returns: a token missing there never reaches it"]))
 
     def _check_step(self, events: list[dict], blocked: set[int], held: set[int]) -> None:
         """What one step must have done, counted by the runner (no spec slot holds it): the prefill budget,

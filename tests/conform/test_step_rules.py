@@ -315,3 +315,14 @@ def test_a_failed_request_must_carry_its_error(monkeypatch):
     monkeypatch.setattr(FlightLifecycle, "fail", silent)
     out = run_program(program(ops))
     assert out.diagnosis.reasons == ["r0 (engine 0) failed but carries no error for its client"]
+
+
+def test_a_token_the_step_does_not_return_is_named(monkeypatch):
+    """step() returns each request's new token (what a streaming client is sent); one left out of the
+    list that step() builds is a token its client never gets, whatever the engine's state says."""
+    ops = [("arrive", 0, 0.0, 0), ("arrive", 1, 0.0, 0), ("step", 6)]
+    assert run_program(program(ops)).ok
+    step = Scheduler.step
+    monkeypatch.setattr(Scheduler, "step", lambda self: step(self)[1:])
+    out = run_program(program(ops))
+    assert out.diagnosis.summary == "step() returned other new tokens than the step produced"
