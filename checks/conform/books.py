@@ -167,8 +167,7 @@ def _coordinator(sched: Any, name) -> list[str]:
         for key in fl.page_keys:
             want.setdefault(key, set()).add(fid)
     if listed != want:
-        extra = sorted(k for k in listed if listed[k] != want.get(k))[:1] or sorted(set(want) - set(listed))[:1]
-        key = extra[0]
+        key = min(k for k in listed.keys() | want.keys() if listed.get(k) != want.get(k))
         out.append(f"the page-key index lists flights {sorted(listed.get(key, ()))} under key {key}, the open "
                    f"flights with that page {sorted(want.get(key, ()))}")
     out += _via_books(coord, name)

@@ -201,9 +201,8 @@ class TraceValidator:
         elif event.get("via") != via:
             reasons.append(f"the engine has it wait via flight {event.get('via')}, the spec via {via} (the open flight "
                            "whose prompt shares the most pages with its own, at least min_shared_pages)")
-        elif via is not None and event.get("shared_pages") != self.spec.num_shared(i, s.via[i] - 1):
-            reasons.append(f"shared_pages: engine {event.get('shared_pages')}, spec {self.spec.num_shared(i, s.via[i] - 1)} "
-                           "(the pages its prompt has in common with the flight's)")
+        elif via is not None and (wrong := _shared_pages(self.spec, event, i, s.via[i] - 1, "shared_pages")):
+            reasons.append(wrong + " (the pages its prompt has in common with the flight's)")
         if reasons:
             props = ["one_flight_per_input"] if role != "solo" else []
             if via is not None or event.get("via") is not None:
@@ -263,17 +262,16 @@ class TraceValidator:
             via = self.tracker.flight_id(a.via[i] - 1) if a.via[i] else None
             if event.get("via") != via:
                 r.append(f"the wait it takes over: engine via {event.get('via')}, spec via {via}")
-            elif via is not None and event.get("shared_pages") != spec.num_shared(i, a.via[i] - 1):
-                r.append(f"shared_pages of the wait it takes over: engine {event.get('shared_pages')}, spec "
-                         f"{spec.num_shared(i, a.via[i] - 1)}")
+            elif via is not None and (wrong := _shared_pages(spec, event, i, a.via[i] - 1,
+                                                               "shared_pages of the wait it takes over")):
+                r.append(wrong)
         elif n == "expire":
             f = b.via[i] - 1 if b.via[i] else b.mem[i] - 1
             if bool(event.get("via")) != bool(b.via[i]):
                 r.append(f"expired wait: engine {'via a flight' if event.get('via') else 'as a follower'}, spec "
                          f"{'via a flight' if b.via[i] else 'as a follower'}")
-            elif b.via[i] and event.get("shared_pages") != spec.num_shared(i, f):
-                r.append(f"shared_pages of the expired wait: engine {event.get('shared_pages')}, spec "
-                         f"{spec.num_shared(i, f)}")
+            elif b.via[i] and (wrong := _shared_pages(spec, event, i, f, "shared_pages of the expired wait")):
+                r.append(wrong)
             if event.get("leader") != self.tracker.engine_of.get(f) or event.get("flight") != self.tracker.flight_id(f):
                 r.append(f"flight and leader: engine {event.get('flight')}/{event.get('leader')}, spec "
                          f"{self.tracker.flight_id(f)}/{self.tracker.engine_of.get(f)}")
@@ -370,6 +368,13 @@ _PAYLOAD_PROPERTIES = {
     "evict": ["evicts_least_recently_used"],  # an engine rule the spec's pool abstracts away (recency.py)
     "fail": ["termination_validated"],
 }
+
+
+def _shared_pages(spec: Any, event: dict, i: int, f: int, what: str) -> str | None:
+    """What is wrong with the event's ``shared_pages``, the pages request ``i``'s prompt shares with flight
+    ``f``'s (an arrival, promotion or expiry of a wait via that flight), or None."""
+    want = spec.num_shared(i, f)
+    return None if event.get("shared_pages") == want else f"{what}: engine {event.get('shared_pages')}, spec {want}"
 
 
 def _ids(value: Any) -> list:
