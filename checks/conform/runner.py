@@ -394,7 +394,7 @@ class ProgramRun:
         if rid is None:
             return False
         self.rules.append(f"notify(request {rid}, {kind})")
-        accepted = Diagnosis(
+        accepted = lambda: Diagnosis(  # noqa: E731 -- built only if the engine accepts (describing costs)
             "termination", f"a termination for {kind} ID {rid} was accepted",
             last_state=self._last_state(), reasons=["the engine raised nothing"],
             properties=["termination_validated"],
@@ -414,7 +414,7 @@ class ProgramRun:
         # A request that is not blocked has no wait to give up: expire's guard (can_expire) refuses it.
         prop = "expired_never_blocked" if call == "expire" else None
         phase = self.engine.scheduler.requests[rid].phase.value if rid in self.engine.scheduler.requests else kind
-        accepted = Diagnosis(
+        accepted = lambda: Diagnosis(  # noqa: E731 -- built only if the engine accepts (describing costs)
             "effect", f"{call}(request {rid}) of a {phase} request was accepted", last_state=self._last_state(),
             reasons=["the engine raised nothing"], properties=[prop] if prop else [],
             notes=[f"a client's {call} of a request that " + ("is not blocked" if kind == "unblocked"
@@ -435,9 +435,10 @@ class ProgramRun:
             return ids[k % len(ids)] if ids else None
         return self._pick(kind, k)
 
-    def _refused(self, call: Any, refusals: tuple, accepted: Diagnosis, what: str, refused: str,
+    def _refused(self, call: Any, refusals: tuple, accepted: Any, what: str, refused: str,
                  prop: str | None) -> None:
-        """``call`` must raise one of ``refusals`` and leave the engine's state as it was."""
+        """``call`` must raise one of ``refusals`` and leave the engine's state as it was; ``accepted()``
+        gives the diagnosis when it raises nothing."""
         before = self.engine.snapshot()
         try:
             call()
@@ -449,7 +450,7 @@ class ProgramRun:
             raise ConformanceError(Diagnosis("error", f"the engine raised {type(error).__name__} on {what}: {error}",
                                              last_state=self._last_state()))
         else:
-            raise ConformanceError(accepted)
+            raise ConformanceError(accepted())
         if self.engine.snapshot() != before:
             raise ConformanceError(Diagnosis("error", f"{refused} changed the engine's state",
                                              last_state=self._last_state(), properties=[prop] if prop else [],
