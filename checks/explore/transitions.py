@@ -52,7 +52,11 @@ def as_mask(value: Any, n: int) -> np.ndarray:
 
 
 class _UnreadUsed(Exception):
-    """A placeholder for a slot was used: the update reads that slot."""
+    """A placeholder for a slot was used: the update reads that slot (``slot``)."""
+
+    def __init__(self, slot: int) -> None:
+        super().__init__(slot)
+        self.slot = slot  # read by _slots_read: an update that reads a slot only through its edit object
 
 
 class _Unread:

@@ -290,3 +290,24 @@ def test_the_two_thread_pipeline_and_any_chunk_size_give_the_same_result():
         other = explore_batched(spec, symmetry=False, **kwargs)
         assert summary(other) == summary(base) and safety_paths(other) == safety_paths(base), kwargs
         assert (other.state_graph.keys == base.state_graph.keys).all()
+
+
+class _DecodeThroughEdit(FlightSpec):
+    """The correct design with decode's update reading its counter through the edit object only (a
+    refactor a spec author may make): the batched explorer must find that read by probing, not crash."""
+
+    def u_decode(self, s, i):
+        e = s.edit()
+        e.dec[i] = e.dec[i] + 1  # read via the copy: no recording view sees it
+        return e.build()
+
+
+def test_an_update_that_reads_through_its_edit_object_is_explored_like_the_original():
+    spec, same = FlightSpec(SCENARIOS["burst2"]), _DecodeThroughEdit(SCENARIOS["burst2"])
+    moved = BatchedTransitions(same)
+    decode = [k for k, a in enumerate(moved.actions) if a.name == "decode"]
+    dec_slots = {same.layout.fields["dec"][0] + i for i in range(same.layout.num_requests)}
+    assert decode and all(set(moved.reads[k]) & dec_slots for k in decode)  # the read was found
+    want, got = explore_batched(spec), explore_batched(same)
+    assert (got.stats.states, got.stats.edges) == (want.stats.states, want.stats.edges)
+    assert got.stats.states == PINNED[("burst2", "after-prefill", "incremental", "release-all")][0] == 52
