@@ -2,14 +2,76 @@
 
 from __future__ import annotations
 
+import functools
+import os
 from dataclasses import dataclass
 
-from flightcheck.impl.errors import InvalidConfigError
+from flightcheck.impl.errors import InvalidConfigError, shown
+from flightcheck.impl.pages import PAGE_SIZE
 
 COORDINATIONS = ("none", "single-flight", "prefix")
 RELEASE_POINTS = ("after-prefill", "on-completion")
 PUBLICATIONS = ("incremental", "on-completion")
 LEADER_LOSSES = ("release-all", "promote")
+
+# --- the limits of the knobs, and why each is where it is ---------------------------------------------
+# The KV pool is the one allocation a knob can grow without bound, and it is made at once: it may take at
+# most this share of the machine's memory, leaving the rest to the weights, the activations of a forward
+# pass, Python and the OS. Past it the pool thrashes or is killed (3,000,000 tiny-model pages took 17 GB
+# before the kernel killed the process) or MLX crashes outright (10**8 pages: a segfault, no message).
+KV_MEMORY_FRACTION = 0.5
+# Bytes of K and V per page of the smallest model the engine ships (the tiny model: 2 layers x K and V x
+# 2 KV heads x 16 dims x 16 tokens x 4 bytes). At config time the model is not known, so this floor
+# rejects every pool no model could fit; Engine(...) checks the real model's pages before allocating
+# (tests/engine/test_engine_errors.py holds this equal to the tiny model's).
+MIN_KV_PAGE_BYTES = 8192
+# The runner addresses pool slots with int32 indices: every slot (num_pages x 16) must have one.
+MAX_POOL_SLOTS = 2**31 - 1
+# The longest sequence a knob may describe, in tokens: 128x SmolLM2's context of 8192. Positions are int32
+# and a prefill chunk's causal mask is [chunk tokens, sequence tokens]; a larger value is a typo, not a
+# model. It bounds max_context, the chunk (a chunk is part of one prompt) and min_shared_pages (a shared
+# prefix is part of one prompt too).
+MAX_SEQUENCE_TOKENS = 2**20
+# Every step scans the running requests, and one forward pass gathers each decoding request's keys padded
+# to the longest one's ([max_running, context] slots per layer): 1024 is 64x the benchmarks' 16.
+MAX_RUNNING_LIMIT = 1024
+# run() tells a stall (only held requests left) from a follower whose wait is still counting only after
+# follower_wait_bound + 1 idle steps (about 7 us each): 100,000 keeps that check under a second, and a
+# client that wants a longer wait expires its follower itself (Engine.expire).
+MAX_FOLLOWER_WAIT_BOUND = 100_000
+# Seeds are signed 64-bit integers: what numpy's generators, the server's schema (seed <= 2**63 - 1) and
+# any reader of the event log's header take exactly.
+MAX_SEED = 2**63 - 1
+# When the machine's memory cannot be read: a small laptop's.
+FALLBACK_MEMORY_BYTES = 8 << 30
+
+
+@functools.cache
+def machine_memory_bytes() -> int:
+    """The memory this process may use: physical memory, or a container's cgroup limit when lower."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        total = FALLBACK_MEMORY_BYTES
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path, encoding="ascii") as f:
+                text = f.read().strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if text.isdigit() and 0 < int(text) < total:  # "max" (v2) or a huge number (v1) means no limit
+            total = int(text)
+    return total
+
+
+def kv_page_bytes(model_args, page_size: int = PAGE_SIZE, dtype_bytes: int = 4) -> int:
+    """Bytes of K and V one page takes over every layer of a model (``llama.ModelArgs``; float32 pools)."""
+    return (2 * model_args.num_hidden_layers * model_args.num_key_value_heads * model_args.head_dim
+            * page_size * dtype_bytes)
+
+
+def _gib(num_bytes: int) -> str:
+    return f"{num_bytes / (1 << 30):.1f} GiB"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,16 +116,44 @@ class EngineConfig:
     def __post_init__(self) -> None:
         for name, allowed in (("coordination", COORDINATIONS), ("release", RELEASE_POINTS),
                               ("publication", PUBLICATIONS), ("leader_loss", LEADER_LOSSES)):
-            if getattr(self, name) not in allowed:
-                raise InvalidConfigError(f"config.{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
-        for name in ("max_running", "prefill_chunk_pages", "num_pages", "min_shared_pages"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidConfigError(f"config.{name} must be an integer >= 1, got {value!r}")
-        for name in ("max_context", "follower_wait_bound"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise InvalidConfigError(f"config.{name} must be None or an integer >= 1, got {value!r}")
+            # Why the str test first: ``in`` on an array-like value compares element-wise and may raise.
+            if not isinstance(value, str) or value not in allowed:
+                raise InvalidConfigError(f"config.{name} must be one of {', '.join(allowed)}; got {shown(value)}")
+        if not isinstance(self.prefix_caching, bool):
+            raise InvalidConfigError(f"config.prefix_caching must be true or false, got {shown(self.prefix_caching)}")
+        longest = f"pages of {PAGE_SIZE} tokens: the longest sequence, {MAX_SEQUENCE_TOKENS} tokens"
+        for name, limit, unit in (("max_running", MAX_RUNNING_LIMIT, "requests in one forward pass"),
+                                  ("prefill_chunk_pages", MAX_SEQUENCE_TOKENS // PAGE_SIZE, longest),
+                                  ("num_pages", MAX_POOL_SLOTS // PAGE_SIZE, "pages: the runner's int32 slot indices"),
+                                  ("min_shared_pages", MAX_SEQUENCE_TOKENS // PAGE_SIZE, longest)):
+            _check_int(name, getattr(self, name), 1, limit, unit)
+        for name, limit, unit in (("max_context", MAX_SEQUENCE_TOKENS, "tokens: the longest sequence"),
+                                  ("follower_wait_bound", MAX_FOLLOWER_WAIT_BOUND, "steps")):
+            if getattr(self, name) is not None:
+                _check_int(name, getattr(self, name), 1, limit, unit, "None or ")
+        _check_int("seed", self.seed, 0, MAX_SEED, "a signed 64-bit integer")
+        self.check_pool(MIN_KV_PAGE_BYTES, "the smallest model's")
         if self.coordination in ("single-flight", "prefix") and not self.prefix_caching:
             raise InvalidConfigError(f"config.coordination {self.coordination!r} needs prefix_caching=True: "
                                      "followers wait in order to reuse the leader's pages")
+
+    def check_pool(self, page_bytes: int, whose: str) -> None:
+        """Raises ``InvalidConfigError`` unless ``num_pages`` pages of ``page_bytes`` each fit in
+        ``KV_MEMORY_FRACTION`` of the machine's memory; ``whose`` says whose pages they are."""
+        budget = int(machine_memory_bytes() * KV_MEMORY_FRACTION)
+        limit = budget // page_bytes
+        if self.num_pages > limit:
+            raise InvalidConfigError(
+                f"config.num_pages is {self.num_pages}: at {page_bytes} bytes of KV cache per page ({whose}) that is "
+                f"{_gib(self.num_pages * page_bytes)}, more than {KV_MEMORY_FRACTION:.0%} of this machine's "
+                f"{_gib(machine_memory_bytes())} of memory: the limit is {limit} pages")
+
+
+def _check_int(name: str, value: object, low: int, high: int, unit: str, prefix: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidConfigError(f"config.{name} must be {prefix}an integer in [{low}, {high}], got {shown(value)}")
+    if value < low:
+        raise InvalidConfigError(f"config.{name} must be {prefix}an integer >= {low}, got {value}")
+    if value > high:
+        raise InvalidConfigError(f"config.{name} is {shown(value)}, above its limit of {high} ({unit})")

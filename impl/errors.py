@@ -20,7 +20,28 @@ class InvalidSamplingError(InvalidRequestError):
 
 
 class InvalidConfigError(EngineError, ValueError):
-    """An engine configuration value out of range; the message names the field and the value."""
+    """An engine configuration value out of range; the message names the field, the value and the limit."""
+
+
+class InvalidArgumentError(EngineError, TypeError, ValueError):
+    """An argument of an engine call of the wrong type or out of its range (a bool or a float as a
+    request ID, a negative ``max_steps``); the message names the call and the argument.
+
+    Why both TypeError and ValueError: callers that caught what Python raised before (a TypeError for
+    a wrong type) keep working, and so do those that catch a bad value.
+    """
+
+
+class NoProgressError(EngineError):
+    """``run``, ``stream`` or ``generate`` stopped because only held requests could make progress.
+
+    Unlike the other errors it comes after work was done: the steps taken before it stand (every
+    request is still consistent, and ``resume`` lets them go on).
+    """
+
+
+class EventLogError(EngineError, OSError):
+    """The event log file cannot be opened or written (an OSError, so callers handling I/O still do)."""
 
 
 class UnknownRequestError(EngineError, KeyError):
@@ -37,3 +58,21 @@ class UnknownRequestError(EngineError, KeyError):
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message
         return self.args[0]
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """``repr(value)`` for an error message, cut to ``limit`` characters.
+
+    Why not plain repr: a message must never fail or flood. ``repr`` of an int over 4300 digits raises
+    ValueError, a user object's ``__repr__`` may raise anything, and a million-token prompt would
+    fill the log.
+    """
+    try:
+        text = repr(value)
+    except ValueError:
+        if isinstance(value, int):
+            return f"an integer of {value.bit_length()} bits"
+        text = f"<{type(value).__name__} object>"
+    except Exception:  # noqa: BLE001 - a user's __repr__ is not ours to trust
+        text = f"<{type(value).__name__} object>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
