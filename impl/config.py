@@ -151,9 +151,7 @@ class EngineConfig:
 
 
 def _check_int(name: str, value: object, low: int, high: int, unit: str, prefix: str = "") -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidConfigError(f"config.{name} must be {prefix}an integer in [{low}, {high}], got {shown(value)}")
-    if value < low:
-        raise InvalidConfigError(f"config.{name} must be {prefix}an integer >= {low}, got {value}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InvalidConfigError(f"config.{name} must be {prefix}an integer >= {low}, got {shown(value)}")
     if value > high:
         raise InvalidConfigError(f"config.{name} is {shown(value)}, above its limit of {high} ({unit})")

@@ -39,15 +39,17 @@ def attach_monitor(engine: Any) -> Any:
 
 
 def load_engine(model: str, config: Any, events: Optional[str], history: Optional[int]) -> Any:
-    """The engine for ``--model``; a missing or corrupt model file is a usage error (exit 2)."""
+    """The engine for ``--model``; a missing or corrupt model file, a pool too large for this machine and
+    model, or an event log that cannot be opened is a usage error (exit 2)."""
     from flightcheck.impl.engine import Engine
+    from flightcheck.impl.errors import EngineError
     from flightcheck.impl.model_file import ModelFileError
 
     try:
         if model == "smollm2":
             return Engine.smollm2(config, event_log_path=events, event_history=history)
         return Engine.tiny(config, event_log_path=events, event_history=history)
-    except ModelFileError as error:
+    except (ModelFileError, EngineError) as error:
         raise usage_error(str(error)) from None
     except OSError as error:
         raise usage_error(f"cannot open {error.filename or 'a file'}: {error.strerror or error}") from None
