@@ -16,6 +16,7 @@ naming the file, what is wrong and the fix for where that path came from.
 from __future__ import annotations
 
 import argparse
+import errno
 import hashlib
 import os
 import subprocess
@@ -87,8 +88,15 @@ def sha256_of(path: Path) -> str:
 
 
 def resolve(path: str | os.PathLike | None = None) -> tuple[Path, str]:
-    """The model file to use and its origin: ``path`` if given, else ``$FLIGHTCHECK_MODEL``, else the cache."""
-    if path:
+    """The model file to use and its origin: ``path`` if given, else ``$FLIGHTCHECK_MODEL``, else the cache.
+
+    An empty ``path`` is an error, not "no path": ``--model ''`` (a variable that expanded to nothing)
+    must not quietly load the cached model. An empty ``$FLIGHTCHECK_MODEL`` counts as unset, as usual
+    for environment variables.
+    """
+    if path is not None:
+        if os.fspath(path) == "":
+            raise ModelFileError("the model file path is empty ('')", None, ARGUMENT)
         return Path(path), ARGUMENT
     if os.environ.get("FLIGHTCHECK_MODEL"):
         return Path(os.environ["FLIGHTCHECK_MODEL"]), ENVIRONMENT
@@ -98,10 +106,14 @@ def resolve(path: str | os.PathLike | None = None) -> tuple[Path, str]:
 def verify(path: Path, expected_sha256: str = FILE_SHA256, origin: str = ARGUMENT) -> Path:
     """Returns ``path`` if it holds the pinned model; raises ModelFileError naming what is wrong."""
     path = Path(path)
+    try:
+        path.stat()
+    except OSError as error:
+        raise ModelFileError(_problem_of(error, path), path, origin) from None
+    except ValueError as error:  # an embedded NUL byte: no file can have that name
+        raise ModelFileError(f"is not a valid path ({error})", path, origin) from None
     if path.is_dir():
         raise ModelFileError("is a directory, not a GGUF file", path, origin)
-    if not path.exists():
-        raise ModelFileError("is missing", path, origin)
     if not path.is_file():
         raise ModelFileError("is not a regular file", path, origin)
     size = path.stat().st_size
@@ -118,6 +130,25 @@ def verify(path: Path, expected_sha256: str = FILE_SHA256, origin: str = ARGUMEN
     return path
 
 
+def _problem_of(error: OSError, path: Path | None) -> str:
+    """What an OSError met while opening the model file says about it, in the words of ModelFileError.
+    Why the symlink cases apart: Path.exists() is False for a symlink loop and for a link to nothing,
+    and "is missing" would send the user looking for a file that the link names."""
+    if error.errno == errno.ELOOP:
+        return "is a symlink loop (following its links never reaches a file)"
+    if isinstance(error, IsADirectoryError):
+        return "is a directory, not a GGUF file"
+    if isinstance(error, FileNotFoundError):
+        if path is not None and path.is_symlink():
+            try:
+                target = os.readlink(path)
+            except OSError:
+                target = "a missing file"
+            return f"is a broken symlink (to {target}, which is missing)"
+        return "is missing"
+    return f"cannot be read ({error.strerror or error})"
+
+
 def locate(path: str | os.PathLike | None = None) -> Path:
     """The verified model file: ``path`` if given, else ``$FLIGHTCHECK_MODEL``, else the cache."""
     chosen, origin = resolve(path)
@@ -131,17 +162,13 @@ def model_file_error(error: BaseException, path: str | os.PathLike | None = None
     Every command that loads a model turns its failures into exit status 2 through this (directly or
     through :func:`loading`); a ModelFileError that already knows its origin is returned as it is.
     """
+    if isinstance(error, ModelFileError) and error.origin is not None:
+        return error
     chosen, origin = resolve(path)
     if isinstance(error, ModelFileError):
-        if error.origin is not None:
-            return error
         return ModelFileError(error.problem, error.path or chosen, origin)
-    if isinstance(error, IsADirectoryError):
-        problem = "is a directory, not a GGUF file"
-    elif isinstance(error, FileNotFoundError):
-        problem = "is missing"
-    elif isinstance(error, OSError):
-        problem = f"cannot be read ({error.strerror or error})"
+    if isinstance(error, OSError):
+        problem = _problem_of(error, chosen)
     else:
         problem = f"cannot be loaded ({type(error).__name__}: {error})"
     return ModelFileError(problem, chosen, origin)

@@ -153,13 +153,15 @@ def register(app: typer.Typer) -> None:
         import platform
 
         from flightcheck.impl.blas import blas_status
-        from flightcheck.impl.model_file import FILE_SHA256, ModelFileError, locate, resolve
+        from flightcheck.impl.model_file import FILE_SHA256, ModelFileError, locate
 
         status = blas_status()
         try:
             model_file, model_ok, model_note = str(locate(model_path)), True, f"sha256 {FILE_SHA256[:16]}... ok"
         except ModelFileError as exc:
-            model_file, model_ok, model_note = str(resolve(model_path)[0]), False, str(exc)
+            # Why not resolve() again: an empty --model has no file to name, and resolving raises again.
+            model_file = str(exc.path) if exc.path is not None else repr(model_path)
+            model_ok, model_note = False, str(exc)
         findings = {
             "platform": f"{platform.system()} {platform.machine()}",
             "mlx_version": status.mlx_version,
