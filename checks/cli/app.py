@@ -16,7 +16,10 @@ import importlib
 
 import typer
 
+from flightcheck.checks.cli.faults import FaultHandlingGroup
+
 app = typer.Typer(
+    cls=FaultHandlingGroup,  # an exception a command lets escape: exit 2 for bad input, 3 for a fault, never 1
     name="flightcheck",
     help="Check a prefix-cache single-flight coordinator: spec, real engine, and the checks between them.",
     no_args_is_help=True,

@@ -29,6 +29,7 @@ from rich.markup import escape
 
 def usage_error(message: str) -> typer.Exit:
     """Print ``error: message`` to standard error and return the exit (status 2) to raise."""
+    message = message.encode("utf-8", "backslashreplace").decode("utf-8")  # a lone surrogate from a file prints
     Console(stderr=True).print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(2)
 
