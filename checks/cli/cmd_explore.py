@@ -209,23 +209,54 @@ def register(app: typer.Typer) -> None:
         budget: Optional[float] = typer.Option(None, "--budget", min=1, metavar="SECONDS",
                                                help="Random conformance programs beyond the seeded campaign."),
         model: str = typer.Option("tiny", help="tiny | smollm2: the model the conformance stage drives."),
-        record: bool = typer.Option(False, "--record", help="Write this run's figures as the expected ones."),
+        record: bool = typer.Option(False, "--record", help="Merge this run's figures into the recorded ones (only "
+                                    "from a run where every row passed; figures of stages not run are kept)."),
+        expectations: Optional[Path] = typer.Option(None, "--expectations", metavar="FILE",
+                                                    help="The recorded figures file (default: the package's)."),
         stage: Optional[list[str]] = typer.Option(None, "--stage", help="Run only this stage (repeatable)."),
-        report: Path = typer.Option(Path("flightcheck-report"), "--report", metavar="DIR",
-                                    help="Write the HTML report (index.html, graphs/) into DIR."),
+        report: str = typer.Option("flightcheck-report", "--report", metavar="DIR",
+                                   help="Write the HTML report (index.html, graphs/) into DIR."),
         no_report: bool = typer.Option(False, "--no-report", help="Write no report."),
     ) -> None:
         """The main job: every check flightcheck has, over the default scenarios, with a summary and a
-        static HTML report (opens from disk; its path is the last line)."""
-        from flightcheck.checks.cli.suite import STAGES, run_suite
+        static HTML report (opens from disk; its path is the last line). Exit 0 passed, 1 a check failed,
+        2 bad arguments (or a refused --record), 3 flightcheck itself failed (the run is not a verdict)."""
+        from flightcheck.checks.cli.expect import EXPECTATIONS_PATH, load, writable
+        from flightcheck.checks.cli.faults import EXIT_FAILED, EXIT_FAULT, EXIT_OK
+        from flightcheck.checks.cli.suite import STAGES, RecordRefused, run_suite
 
         check_choice("model", model, ("tiny", "smollm2"))
         known = [s for s, _p, _m in STAGES]
         for s in stage or []:
             if s not in known:
                 raise usage_error(f"unknown --stage {s!r}; known: {', '.join(known)}")
-        if not no_report and report.exists() and not report.is_dir():
-            raise usage_error(f"--report {report}: exists and is not a folder")
-        ok = run_suite(as_json=as_json, quick=quick, budget=budget, model=model, record=record, stages=stage,
-                       report_dir=None if no_report else report)
-        raise typer.Exit(0 if ok else 1)
+        report_dir = None if no_report else _report_folder(report)
+        book = expectations or EXPECTATIONS_PATH
+        load(book, missing_ok=record)  # a missing or malformed file is said now, not after the whole job
+        if record and (why := writable(book)) is not None:
+            raise usage_error(f"--record cannot write {book}: {why}")
+        try:
+            result = run_suite(as_json=as_json, quick=quick, budget=budget, model=model, record=record, stages=stage,
+                               report_dir=report_dir, expectations=book)
+        except RecordRefused as refused:
+            raise usage_error(str(refused)) from None
+        raise typer.Exit({"ok": EXIT_OK, "failed": EXIT_FAILED}.get(result, EXIT_FAULT))
+
+
+def _report_folder(text: str) -> Path:
+    """``--report DIR`` checked before anything runs: not empty, a folder (made now if absent) that can
+    be written."""
+    import os
+
+    if not text.strip():
+        raise usage_error("--report must name a folder; got an empty path (use --no-report for none)")
+    folder = Path(text)
+    try:
+        if folder.exists() and not folder.is_dir():
+            raise usage_error(f"--report {folder}: exists and is not a folder")
+        folder.mkdir(parents=True, exist_ok=True)
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise usage_error(f"--report {folder}: the folder cannot be written")
+    except OSError as error:
+        raise usage_error(f"--report {folder}: {error.strerror or error}") from None
+    return folder

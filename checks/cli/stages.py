@@ -184,7 +184,9 @@ def prove_stage(ctx: Context) -> list[Row]:
         detail = (f"violated: {', '.join(violated)}" if violated else
                   f"{len(proved)}/{len(verdicts)} proved (k<={k})" + (f"; only bounded: {', '.join(bounded)}" if bounded else ""))
         changed = ctx.expect.compare("prove", key, verdicts)
-        if changed:
+        if changed and not ctx.expect.has("prove", key):
+            detail = f"proofs {changed}; " + detail
+        elif changed:
             was = ctx.expect.recorded["prove"][key]
             moved = [f"{p}: {was.get(p)} -> {v}" for p, v in verdicts.items() if was.get(p) != v]
             moved += [f"{p}: {w} -> gone" for p, w in was.items() if p not in verdicts]

@@ -6,10 +6,18 @@ dependencies are missing reports itself as an error row instead of breaking the 
 its evidence (paths, counts, verdicts) for ``--json`` and for the report that ``run_suite`` writes with
 ``report_dir`` (:mod:`flightcheck.checks.report`); a report that cannot be written is a failed row too.
 
+A stage that raises is never a silent pass, and never a verdict it did not reach: when the exception
+was raised by the code under check (the engine in ``impl/`` or the design in ``spec/``), the row
+fails (the thing checked is wrong); when it was raised by flightcheck's own checkers, the row is an
+*error* row, the run's verdict is "error" and ``check`` exits 3 (see
+:mod:`flightcheck.checks.cli.faults`), with the traceback written to a file the row names.
+
 For example::
 
     >>> Row("explore", "burst2", True, "52 states").ok
     True
+    >>> verdict([Row("a", "x", True, ""), Row("b", "y", False, "")]), verdict([Row("c", "z", False, "", error=True)])
+    ('failed', 'error')
 """
 
 from __future__ import annotations
@@ -36,6 +44,30 @@ class Row:
     detail: str
     seconds: float = 0.0
     evidence: dict[str, Any] = field(default_factory=dict)  # JSON-ready: properties, paths, counts
+    error: bool = False  # flightcheck itself failed here: not a verdict on what was checked (ok is False)
+
+
+def verdict(rows: list[Row]) -> str:
+    """The run's verdict: "error" when any row is an error (flightcheck failed: the run is not a verdict),
+    else "failed" when any row failed, else "ok"."""
+    if any(r.error for r in rows):
+        return "error"
+    return "ok" if all(r.ok for r in rows) else "failed"
+
+
+def crashed_row(stage: str, item: str, error: BaseException, seconds: float) -> Row:
+    """The row of a stage (or a report) that raised ``error``: a failed check when the code under check
+    raised it, an error row (its traceback written to a file) when flightcheck's own code did."""
+    from flightcheck.checks.cli.faults import culprit, write_traceback
+
+    who = culprit(error)
+    text = f"{type(error).__name__}: {error}"
+    if who in ("engine", "spec"):
+        return Row(stage, item, False, f"the {who} under check raised {text}", seconds, {"raised_by": who})
+    where = write_traceback(error)
+    return Row(stage, item, False, f"error: flightcheck failed here ({text}); this is a bug in flightcheck, not a "
+               f"verdict" + (f"; the traceback is in {where}" if where else ""), seconds,
+               {"raised_by": "flightcheck", "traceback": str(where) if where else None}, error=True)
 
 
 # Stages by import path, in the order they run. A stage that needs the real model is skipped by --quick.
@@ -67,20 +99,27 @@ def write_report(rows: list[Row], out_dir: Path, options: dict[str, Any], model:
 
 def run_suite(*, as_json: bool = False, quick: bool = False, budget: float | None = None, model: str = "tiny",
               record: bool = False, save_dir: Path | None = None, stages: list[str] | None = None,
-              report_dir: Path | None = None) -> bool:
-    """Run every stage (or those named), print the summary (or JSON), and return True when everything
-    passed. ``record`` writes this run's figures as the expected ones (after a change that is meant);
-    ``report_dir`` writes the HTML report there and names it in the last line."""
+              report_dir: Path | None = None, expectations: Path | None = None) -> str:
+    """Run every stage (or those named), print the summary (or JSON), and return the verdict: "ok" when
+    everything passed, "failed" when a check failed, "error" when flightcheck itself failed.
+
+    ``record`` merges this run's figures into the recorded ones (after a change that is meant; see
+    :meth:`~flightcheck.checks.cli.expect.Expectations.merged`): only from a run in which every row
+    passed, and a stage's section is replaced whole only when it ran in full (not ``quick``).
+    ``expectations`` is the recorded figures file (default: the package's). ``report_dir`` writes the
+    HTML report there and names it in the last line."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from flightcheck.checks.cli.expect import Expectations
+    from flightcheck.checks.cli.expect import EXPECTATIONS_PATH, Expectations
+
     from flightcheck.checks.cli.stages import Context
 
+    book_path = expectations or EXPECTATIONS_PATH
     console = Console(stderr=as_json)
     if not console.is_terminal:
         console.width = max(console.width, 150)  # a log file gets whole lines, not wrapped cells
-    ctx = Context(quick=quick, expect=Expectations() if record else Expectations.load(), budget=budget, model=model,
-                  save_dir=save_dir or Path("."))
+    book = Expectations.for_recording(book_path) if record else Expectations.load(book_path)
+    ctx = Context(quick=quick, expect=book, budget=budget, model=model, save_dir=save_dir or Path("."))
     todo = [(s, p) for s, p, needs_model in STAGES if not (quick and needs_model) and (stages is None or s in stages)]
     rows: list[Row] = []
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} stages"),
@@ -91,13 +130,15 @@ def run_suite(*, as_json: bool = False, quick: bool = False, budget: float | Non
             t = time.perf_counter()
             try:
                 rows += _load(path)(ctx)
-            except Exception as e:  # a broken stage is a failed row, never a silent pass
-                rows.append(Row(stage, "(stage)", False, f"{type(e).__name__}: {e}", time.perf_counter() - t))
+            except Exception as e:  # a broken stage is a failed or an error row, never a silent pass
+                rows.append(crashed_row(stage, "(stage)", e, time.perf_counter() - t))
             if console.is_terminal:  # a line per stage as it ends, above the bar (a long run shows where it is)
                 mine = [r for r in rows if r.stage == stage]
-                bad = sum(not r.ok for r in mine)
-                progress.console.print(f"{stage}: {len(mine)} rows, " + (f"[bold red]{bad} failed[/]" if bad else
-                                       "[green]all passed[/]") + f" ({time.perf_counter() - t:.1f} s)", highlight=False)
+                bad, err = sum(not r.ok and not r.error for r in mine), sum(r.error for r in mine)
+                said = ", ".join(([f"[bold red]{bad} failed[/]"] if bad else []) + ([f"[bold red]{err} error[/]"]
+                                                                                   if err else [])) or "[green]all passed[/]"
+                progress.console.print(f"{stage}: {len(mine)} rows, {said} ({time.perf_counter() - t:.1f} s)",
+                                       highlight=False)
             progress.advance(task)
         report_path = None
         if report_dir is not None:
@@ -109,33 +150,67 @@ def run_suite(*, as_json: bool = False, quick: bool = False, budget: float | Non
                 if problems:
                     rows.append(Row("report", str(report_path), False, "not drawn: " + "; ".join(problems),
                                     time.perf_counter() - t))
-            except Exception as e:  # the report is part of the job: one that cannot be written fails it
-                rows.append(Row("report", str(report_dir), False, f"{type(e).__name__}: {e}", time.perf_counter() - t))
+            except OSError as e:  # the report is part of the job: one that cannot be written fails it
+                rows.append(Row("report", str(report_dir), False, f"cannot be written: {e}", time.perf_counter() - t))
+                report_path = None
+            except Exception as e:  # noqa: BLE001 - drawing it broke: flightcheck's fault
+                rows.append(crashed_row("report", str(report_dir), e, time.perf_counter() - t))
                 report_path = None
             progress.advance(task)
+    result = verdict(rows)
+    recorded, refused = None, None
     if record:
-        ctx.expect.save()
-    ok = all(r.ok for r in rows)
+        try:
+            recorded = _record(book, book_path, rows, complete=set() if quick else set(book.seen))
+        except RecordRefused as error:  # said after the summary, which shows the rows that did not pass
+            refused = error
     if as_json:
         # stdout is the JSON alone (the report's path is in it), so a CI system can parse it whole.
-        print(json.dumps({"verdict": "ok" if ok else "failed", "report": str(report_path) if report_path else None,
-                          "rows": [asdict(r) for r in rows]}))
-        return ok
+        print(json.dumps({"verdict": result, "report": str(report_path) if report_path else None,
+                          "recorded": recorded, "rows": [asdict(r) for r in rows]}))
+        if refused is not None:
+            raise refused
+        return result
     table = Table(title="flightcheck check")
     for col in ("stage", "item", "verdict", "detail", "s"):
         table.add_column(col, justify="right" if col == "s" else "left")
     for r in rows:
-        table.add_row(r.stage, r.item, "[green]ok[/]" if r.ok else "[bold red]FAIL[/]", r.detail, f"{r.seconds:.1f}")
+        shown = "[green]ok[/]" if r.ok else "[bold red]ERROR[/]" if r.error else "[bold red]FAIL[/]"
+        table.add_row(r.stage, r.item, shown, r.detail, f"{r.seconds:.1f}")
     console.print(table)
     for r in rows:
         report = r.evidence.get("report") or (r.evidence.get("failure") or {}).get("report")
         if not r.ok and report:
             console.print(f"[bold red]{r.stage} {r.item}[/]:")
             console.print(report, markup=False, highlight=False)
-    failed = sum(not r.ok for r in rows)
-    console.print(f"[{'green' if ok else 'bold red'}]{len(rows) - failed} passed, {failed} failed[/]")
-    if record:
-        console.print("recorded this run's figures as the expected ones: checks/cli/expectations.json")
+    failed, errors = sum(not r.ok and not r.error for r in rows), sum(r.error for r in rows)
+    colour = "green" if result == "ok" else "bold red"
+    console.print(f"[{colour}]{len(rows) - failed - errors} passed, {failed} failed"
+                  + (f", {errors} error (flightcheck itself failed: the run is not a verdict)" if errors else "") + "[/]")
+    if recorded is not None:
+        console.print(f"recorded: {recorded['path']} ({recorded['items']} figures of {', '.join(recorded['sections'])}"
+                      + (f"; dropped, no longer produced: {recorded['dropped']}" if recorded["dropped"] else "")
+                      + ")", markup=False, highlight=False)
     if report_path:
         console.print(f"report: {report_path}", markup=False, highlight=False)
-    return ok
+    if refused is not None:
+        raise refused
+    return result
+
+
+class RecordRefused(Exception):
+    """``--record`` from a run whose rows did not all pass: nothing was written (exit 2). Raised by
+    :func:`run_suite` after the summary is printed."""
+
+
+def _record(book: Any, path: Path, rows: list[Row], complete: set[str]) -> dict[str, Any]:
+    """Merge this run's figures into ``path``; refused (nothing written) unless every row passed, since a
+    figure from a failed run would make the failure the new expectation."""
+    bad = [r for r in rows if not r.ok]
+    if bad:
+        names = ", ".join(f"{r.stage} {r.item}" for r in bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+        raise RecordRefused(f"nothing recorded: {len(bad)} row(s) did not pass ({names}); a recording is taken only "
+                            "from a run where every check passed (a changed figure is not compared while recording)")
+    book.save(path, complete)
+    return {"path": str(path), "sections": sorted(book.seen), "items": sum(map(len, book.seen.values())),
+            "dropped": book.dropped(complete)}

@@ -154,6 +154,7 @@ def build_report(rows: Iterable[Any], *, options: dict[str, Any] | None = None, 
         title="flightcheck check", ok=ok,
         summary=[SummaryRow(r["stage"], r["item"], r["ok"], r["detail"], r.get("seconds", 0.0)) for r in rows],
         generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), options=dict(options or {}),
+        errors=sum(bool(r.get("error")) for r in rows),
         missing=[s for s in STAGES_SHOWN if s not in by_stage])
     report.properties, report.verdicts = _verdicts(by_stage.get("explore", []))
     for r in by_stage.get("variants", []):

@@ -104,8 +104,11 @@ def _prefixed_svg(svg: str, prefix: str) -> str:
 def _header(r: Report) -> str:
     failed = r.num_failed
     opts = ", ".join(f"{k}={v}" for k, v in r.options.items() if v not in (None, False)) or "defaults"
-    out = [f"<h1>{_e(r.title)} <span class=\"badge {'ok' if r.ok else 'fail'}\">{'passed' if r.ok else 'FAILED'}</span></h1>",
-           f"<p>{r.num_rows - failed} rows passed, {failed} failed; generated {_e(r.generated)}; options: {_e(opts)}.</p>"]
+    badge = "ERROR" if r.errors else "passed" if r.ok else "FAILED"
+    errors = (f", {r.errors} error (flightcheck itself failed: the run is not a verdict)" if r.errors else "")
+    out = [f"<h1>{_e(r.title)} <span class=\"badge {'ok' if r.ok else 'fail'}\">{badge}</span></h1>",
+           f"<p>{r.num_rows - failed} rows passed, {failed - r.errors} failed{errors}; generated {_e(r.generated)}; "
+           f"options: {_e(opts)}.</p>"]
     out += [f'<div class="problem">not drawn: {_e(p)}</div>' for p in r.problems]
     if r.missing:
         out.append(f'<p class="muted">stages not run this time: {_e(", ".join(r.missing))}</p>')

@@ -173,6 +173,7 @@ class Report:
     ok: bool
     summary: list[SummaryRow]
     generated: str = ""
+    errors: int = 0  # rows where flightcheck itself failed: the run is not a verdict
     options: dict[str, Any] = field(default_factory=dict)
     properties: list[PropertyColumn] = field(default_factory=list)
     verdicts: list[VerdictLine] = field(default_factory=list)

@@ -24,16 +24,18 @@ def test_check_quick_runs_every_stage_but_the_real_model_and_passes(tmp_path):
     assert all(row["ok"] for row in out["rows"])
 
 
-def test_a_stage_that_breaks_is_a_failed_row_and_fails_the_job(monkeypatch, capsys):
+def test_a_stage_that_breaks_is_an_error_row_and_the_job_is_no_verdict(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("FLIGHTCHECK_CRASH_DIR", str(tmp_path))
     monkeypatch.setattr(suite, "STAGES", [
         ("variants", "flightcheck.checks.cli.stages:variants_stage", False),
         ("broken", "flightcheck.checks.cli.stages:no_such_stage", False),
         ("smollm2", "flightcheck.checks.cli.stages:real_model_stage", True),
     ])
-    assert suite.run_suite(as_json=True, quick=True) is False
+    assert suite.run_suite(as_json=True, quick=True) == "error"
     out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == "error"
     broken = [r for r in out["rows"] if r["stage"] == "broken"]
-    assert len(broken) == 1 and not broken[0]["ok"] and "no_such_stage" in broken[0]["detail"]
+    assert len(broken) == 1 and not broken[0]["ok"] and broken[0]["error"] and "no_such_stage" in broken[0]["detail"]
     assert not any(r["stage"] == "smollm2" for r in out["rows"])  # --quick skips the real model
     assert sum(r["ok"] for r in out["rows"]) == 16  # every variant
 

@@ -54,7 +54,7 @@ def _console_errors(stderr: str) -> list[str]:
 
 def test_check_names_the_report_and_its_evidence_in_the_json(run):
     ok, out, out_dir = run
-    assert ok and out["verdict"] == "ok"
+    assert ok == "ok" and out["verdict"] == "ok"
     assert out["report"] == str(out_dir / "rep" / "index.html") and Path(out["report"]).is_file()
     rows = {r["item"]: r for r in out["rows"]}
     assert set(rows) == set(VARIANTS)

@@ -49,7 +49,7 @@ def test_the_workload_stage_passes_with_no_shared_folder_beside_the_clone(tmp_pa
 
     monkeypatch.delenv("FLIGHTCHECK_SHARED", raising=False)
     monkeypatch.setattr(trace, "shared_dir", lambda: tmp_path / "no-shared-here")
-    assert suite.run_suite(as_json=True, stages=["workload"]) is True
+    assert suite.run_suite(as_json=True, stages=["workload"]) == "ok"
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     rows = {r["item"]: r for r in out["rows"]}
     assert set(rows) == {"conversation W_eff=1s", "synthetic W_eff=1s"} and all(r["ok"] for r in rows.values())
