@@ -135,7 +135,7 @@ class VisitedSet:
         return ids, first_cand[:nprov][order]
 
 
-@njit(nogil=True)
+@njit(nogil=True, cache=True)
 def _same_key(store, t, keys, k):  # pragma: no cover - compiled by numba
     """Whether stored key ``t`` equals candidate ``k`` (column ``k`` of ``keys``)."""
     for w in range(keys.shape[0]):
@@ -144,7 +144,7 @@ def _same_key(store, t, keys, k):  # pragma: no cover - compiled by numba
     return True
 
 
-@njit(nogil=True)
+@njit(nogil=True, cache=True)
 def _probe(table, bits, store, hashes, base, nprov, keys, h, rank, start, limit, ids, first_rank, first_cand,
            claim, sink):  # pragma: no cover - compiled by numba; tested through insert
     """Look every candidate ``start ..`` up, claiming a new id for a key not stored; stops early (and
@@ -193,7 +193,7 @@ def _probe(table, bits, store, hashes, base, nprov, keys, h, rank, start, limit,
     return num, nprov
 
 
-@njit(nogil=True)
+@njit(nogil=True, cache=True)
 def _rehash(table, bits, hashes, count, base, claim):  # pragma: no cover - compiled
     """Place ids ``0 .. count - 1`` into an empty ``table`` by their stored hashes; the slots of the
     provisional ids ``base ..`` go to ``claim``."""
@@ -208,7 +208,7 @@ def _rehash(table, bits, hashes, count, base, claim):  # pragma: no cover - comp
             claim[i - base] = s
 
 
-@njit(nogil=True)
+@njit(nogil=True, cache=True)
 def _find(table, bits, store, keys, h, out):  # pragma: no cover - compiled by numba
     """``out[k]``: the id stored for candidate ``k``, or -1."""
     mask = (np.int64(1) << bits) - 1
