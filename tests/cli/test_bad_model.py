@@ -34,8 +34,13 @@ def bad_models(tmp_path):
         f.truncate(FILE_SIZE)  # the pinned size, all zeros: only the checksum can tell
     os.mkfifo(tmp_path / "fifo.gguf")
     (tmp_path / "folder").mkdir()
+    (tmp_path / "loop.gguf").symlink_to(tmp_path / "loop2.gguf")
+    (tmp_path / "loop2.gguf").symlink_to(tmp_path / "loop.gguf")
+    (tmp_path / "dangling.gguf").symlink_to(tmp_path / "gone.gguf")
     return {"directory": (tmp_path / "folder", "is a directory, not a GGUF file"),
             "missing": (tmp_path / "absent.gguf", "is missing"),
+            "symlink loop": (tmp_path / "loop.gguf", "is a symlink loop"),
+            "broken symlink": (tmp_path / "dangling.gguf", "is a broken symlink"),
             "fifo": (tmp_path / "fifo.gguf", "is not a regular file"),
             "truncated": (truncated, "is 1000 bytes, expected 98362432 (truncated or wrong file)"),
             "altered": (altered, "has sha256 ")}
@@ -60,13 +65,14 @@ def assert_model_error(result, path, problem, origin):
         assert ("leave it out" if origin == ARGUMENT else "unset it") in message, message
 
 
-@pytest.mark.parametrize("what", ["directory", "missing", "fifo", "truncated", "altered"])
+@pytest.mark.parametrize("what", ["directory", "missing", "symlink loop", "broken symlink", "fifo", "truncated",
+                                  "altered"])
 def test_generate_with_a_bad_model_path_exits_2_without_the_fetch_hint(bad_models, what):
     path, problem = bad_models[what]
     assert_model_error(invoke("generate", "hi", "--model", path), path, problem, ARGUMENT)
 
 
-@pytest.mark.parametrize("what", ["directory", "truncated", "altered"])
+@pytest.mark.parametrize("what", ["directory", "symlink loop", "broken symlink", "truncated", "altered"])
 def test_doctor_reports_a_bad_model_and_exits_2(bad_models, what):
     path, problem = bad_models[what]
     result = invoke("doctor", "--model", path)
@@ -128,3 +134,22 @@ def test_one_function_classifies_any_failure_for_the_server_and_the_rest(bad_mod
             raise ValueError("a bug, not a file")
     with pytest.raises(ModelFileError, match="is missing; run `python -m flightcheck.impl.model_file --fetch`"):
         locate()
+
+
+def test_an_empty_model_path_is_an_error_not_the_cached_file(no_loaded_model):
+    """``--model ''`` must not quietly mean "the cache" (an unset shell variable): exit 2, naming it."""
+    for command in (["generate", "hi", "--model", ""], ["doctor", "--model", ""]):
+        result = invoke(*command)
+        message = flat(result.output)
+        assert result.exit_code == 2 and "the model file path is empty ('')" in message, (command, message)
+        assert FETCH not in message and "Traceback" not in result.output
+    with pytest.raises(ModelFileError, match=r"path is empty \(''\); the path was given explicitly"):
+        locate("")
+
+
+def test_a_symlink_loop_met_while_loading_is_named_a_loop(bad_models, monkeypatch):
+    monkeypatch.delenv("FLIGHTCHECK_MODEL", raising=False)
+    loop = bad_models["symlink loop"][0]
+    with pytest.raises(ModelFileError, match="is a symlink loop"):
+        with loading(loop):
+            open(loop, "rb")

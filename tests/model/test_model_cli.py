@@ -94,3 +94,31 @@ def test_importing_flightcheck_first_loads_openblas():
             "s = blas_status()\nprint(s.mlx_loaded_first, s.loaded_path)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.startswith("False /usr/lib/") and "libopenblas.so.0" in out
+
+
+def test_generate_with_an_empty_model_path_exits_2_naming_it():
+    """``--model ''`` (a variable that expanded to nothing) used to load the cached model silently."""
+    result = runner.invoke(app, ["generate", "hi", "--model", ""])
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.stderr.split())
+    assert "the model file path is empty ('')" in message and "--model" in message
+    assert "--fetch" not in message  # fetching fills the cache, not the path given
+    assert result.stdout == ""
+
+
+def test_doctor_with_an_empty_model_path_exits_2_naming_it():
+    result = runner.invoke(app, ["doctor", "--json", "--model", ""])
+    assert result.exit_code == 2, result.output
+    findings = json.loads(result.stdout)
+    assert findings["model_file"] == "''" and not findings["model_ok"]
+    assert "the model file path is empty" in findings["model"]
+
+
+def test_generate_reports_a_symlink_loop_as_a_loop(tmp_path):
+    loop = tmp_path / "loop.gguf"
+    loop.symlink_to(tmp_path / "other.gguf")
+    (tmp_path / "other.gguf").symlink_to(loop)
+    result = runner.invoke(app, ["generate", "hi", "--model", str(loop)])
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.stderr.split())
+    assert "loop.gguf is a symlink loop" in message and "is missing" not in message
