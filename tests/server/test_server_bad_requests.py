@@ -26,6 +26,8 @@ def body(**changes):
     (body(max_tokens=1e12), 400, "max_tokens", "valid integer"),
     (body(temperature=3), 400, "temperature", "less than or equal to 2"),
     (body(temperature=-0.5), 400, "temperature", "greater than or equal to 0"),
+    (body(temperature=1e-9), 400, "temperature", "use 0 for greedy"),      # the engine's own limit: a 400
+    (body(temperature=5e-324), 400, "temperature", "use 0 for greedy"),    # NaN probabilities, not a 500
     (b'{"model": "tiny", "prompt": [1], "temperature": NaN}', 400, "temperature", "finite number"),
     (b'{"model": "tiny", "prompt": [1], "top_p": Infinity}', 400, "top_p", "finite number"),
     (body(top_p=0), 400, "top_p", "greater than 0"),
