@@ -9,10 +9,19 @@ replay) goes through :func:`read_lines` and :func:`json_records`, so the rules a
 - an empty file is an error (the reader says what it expected);
 - a JSON line that does not parse, or parses to something that is not an object, names its line.
 
+Every file is read by one strict reader (:func:`read_file_bytes`): a regular file only (a FIFO, a
+device or a directory is refused before a byte is read: it could block or never end), no larger than
+its limit; whole-file documents (a program, a ``results.json``, an equivalence file) go through
+:func:`read_text_file` and :func:`read_json_file`. JSON nests at most :data:`MAX_JSON_DEPTH` levels.
+Every number a reader takes is bounded before anything is allocated from it: the limits are the
+``MAX_*`` constants below, each with why it has its value.
+
 Fields are checked against :class:`Kind` s (an integer >= 0, a string, a list of such, an object of
 such ...), whose failures name the field (``pages[1].key``), what was expected and what was found.
 Every failure is an :class:`InputError` (a ``ValueError``) whose message reads
-``FILE line N, field 'F': what is wrong`` so the command line can print it and exit 2.
+``FILE line N, field 'F': what is wrong`` so the command line can print it and exit 2. A message
+quotes an input value through :func:`shown` (at most :data:`MAX_SHOWN_CHARS` characters, escaped), and
+:func:`printable` makes any text safe to print (a lone surrogate from a JSON ``"\\ud800"`` is escaped).
 
 For example::
 
@@ -25,6 +34,10 @@ For example::
     t.jsonl line 2: blank line (every line must hold one record; only the last line may end with a newline)
     >>> COUNT.problem(-1), list_of(COUNT).problem([0, "x"])
     (('', 'must be an integer >= 0, got -1'), ('[1]', "must be an integer >= 0, got 'x'"))
+    >>> shown("x" * 100, 20)
+    "'xxxxxxxxxxxxxxxxxxx... (102 characters)"
+    >>> printable(json.loads('"a\\\\ud800"'))
+    'a\\\\ud800'
 """
 
 from __future__ import annotations
@@ -32,58 +45,245 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
+
+# --- limits: every bound a reader applies, in one place, each with why it has its value -------------
+KIB, MIB = 1 << 10, 1 << 20
+# An integer of 64 bits: request, flight and page IDs, hash ids, seeds, counts. Every ID flightcheck or
+# the engine writes is far smaller; a larger one is not an ID but a typo (or an attack on float()).
+MAX_INT = (1 << 63) - 1
+MIN_INT = -(1 << 63)
+# The deepest JSON flightcheck writes nests 5 levels (results.json: record, mutants, entry, kills, kill);
+# Python's own parser stops near 1,000 with a RecursionError, and so would anything walking the value.
+MAX_JSON_DEPTH = 32
+# A line of a trace or an event log: a trace request of MAX_HASH_IDS ids of 19 digits is about 1.4 MB;
+# an arrive event with the page keys of MAX_REQUEST_TOKENS tokens about 20 KB. 2 MiB holds either.
+MAX_LINE_BYTES = 2 * MIB
+# A line-oriented file (trace, event log, action list): read whole and parsed into Python objects at
+# about ten times its size, so 64 MiB stays under 1 GB of memory; the shipped traces are 1 and 3 MB.
+MAX_LINES_FILE_BYTES = 64 * MIB
+# A whole-file JSON or TOML document (a conformance program, results.json, an equivalence file): a
+# full mutation run's results.json (754 mutants with diffs) is about 2 MB, a program a few KB.
+MAX_DOCUMENT_BYTES = 32 * MIB
+# A request's tokens in an event log (prompt, max_tokens) and an engine's context: twice the longest
+# context of the models the engine runs (SmolLM2 8,192; tiny 2,048). The spec the validator grows has a
+# page slot per 16 tokens, checked after every event: at this size an event takes about 30 ms, at
+# 131,072 tokens seconds.
+MAX_REQUEST_TOKENS = 1 << 14
+# An event log's requests, and the time to validate it offline: the validator rebuilds the spec at
+# every arrival and checks every safety property after every event, at a cost that grows with the
+# requests arrived (many properties range over pairs) and their pages: from 1 ms an event with a few
+# small requests to 50 ms with 128 requests and 1 s with 8 of MAX_REQUEST_TOKENS. 256 arrivals alone
+# take about 30 s; no cost model is exact, so `validate` also stops after MAX_VALIDATION_SECONDS.
+MAX_LOG_REQUESTS = 256
+MAX_VALIDATION_SECONDS = 300.0
+# A trace request's input_length / output_length: 64 times the 262,144-token contexts of today's
+# longest-context models; the shipped traces' longest request has 191,378. The model only counts them.
+MAX_TRACE_TOKENS = 1 << 24
+# One trace request's hash_ids: MAX_TRACE_TOKENS in blocks of 256 tokens (Mooncake's are 512); the
+# shipped traces' longest request has 374.
+MAX_HASH_IDS = MAX_TRACE_TOKENS // 256
+# All hash ids of one trace (one block lookup each, per configuration): the model spends about 8 us
+# and 300 bytes on each, so 4,194,304 is about 35 s and 1.2 GB per configuration; the shipped
+# conversation trace has 288,500.
+MAX_TRACE_BLOCKS = 1 << 22
+# A time in seconds since a log started (an event's "t"): about 31.7 years, far beyond any run, and a
+# float still resolves a microsecond there (the runner checks arrival times to the microsecond).
+MAX_SECONDS = 10**9
+# A trace timestamp in milliseconds: the same span as MAX_SECONDS.
+MAX_TIMESTAMP_MS = MAX_SECONDS * 1000
+# A conformance program (conform --replay): generated ones have at most 28 operations and the corpus'
+# longest 29 operations and 42 steps; the monitor checks every step, a few ms each on the tiny model,
+# so 2,000 operations and 2,000 steps in all are a run of seconds, not hours.
+MAX_PROGRAM_OPS = 2000
+MAX_PROGRAM_STEPS = 2000
+# A counterexample path to replay: the explorer's are at most a few dozen actions (the longest of the
+# README's variants is 10); each action is one engine call under the monitor.
+MAX_PATH_ACTIONS = 1000
+# A program's request templates: generated ones have at most 8 (the largest scenario's requests); each
+# arrival grows the spec the monitor checks every event against.
+MAX_TEMPLATES = 64
+# The engine's KV pool in a program (config num_pages and the counts compared with it): default 512,
+# the corpus' largest 22. A SmolLM2 page is 1.5 MB of float32 K/V (30 layers, 3 heads of 64), so the
+# pool's memory is bounded by MAX_KV_POOL_BYTES as well, per model.
+MAX_ENGINE_PAGES = 4096
+MAX_KV_POOL_BYTES = 2 * (1 << 30)
+# A sampling temperature: 0 is greedy; a positive one divides the logits, so one below MIN_TEMPERATURE
+# overflows them to infinity (no distribution is left), and above MAX_TEMPERATURE every token is as
+# likely as any other already. Generated programs use 0 and 0.8.
+MIN_TEMPERATURE = 1e-3
+MAX_TEMPERATURE = 100.0
+# A label or other free text of a program: shown in one line of a report.
+MAX_LABEL_CHARS = 200
+# How much of an input value a message quotes, and how long a message may grow in all.
+MAX_SHOWN_CHARS = 80
+MAX_MESSAGE_CHARS = 2000
+
+
+# --- printing what came from outside -------------------------------------------------------------------
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print anywhere: lone surrogates (a JSON ``"\\ud800"``) and control characters
+    other than newline and tab are escaped (``\\ud800``, ``\\x1b``), so no print can fail or steer a
+    terminal."""
+    if not _UNPRINTABLE.search(text):
+        return text
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii")
+                            if ord(m.group()) < 0xD800 else f"\\u{ord(m.group()):04x}", text)
+
+
+def shorten(text: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``text`` cut to about ``limit`` characters, saying how long it was: ``abc... (1,000,000 characters)``."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def shown(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
+    """An input value as a message quotes it: its JSON or Python text, escaped, cut to ``limit``
+    characters (the one helper every message that quotes a value goes through)."""
+    if isinstance(value, (list, dict)):
+        text, size = "", f"an array of {len(value):,} items" if isinstance(value, list) else f"an object of {len(value):,} keys"
+        try:
+            for chunk in json.JSONEncoder(default=repr).iterencode(value):
+                text += chunk
+                if len(text) > limit:
+                    return printable(f"{text[:limit]}... ({size})")
+        except (RecursionError, ValueError):
+            return size
+        return printable(text)
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * limit:
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1:,} digits"  # str() could be refused
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):
+        return f"a {type(value).__name__}"
+    return printable(shorten(text, limit))
 
 
 class InputError(ValueError):
     """Bad input: the message names the source (a file), the line (1-based), the field, and what is wrong.
 
-    ``line_number`` and ``field`` are None where they do not apply (an empty file, a whole line).
+    ``line_number`` and ``field`` are None where they do not apply (an empty file, a whole line). The
+    message is made printable and cut to :data:`MAX_MESSAGE_CHARS` (a value quoted whole by mistake
+    cannot flood a terminal).
     """
 
     def __init__(self, source: str, line_number: int | None, field: str | None, message: str) -> None:
         self.source = source
         self.line_number = line_number
-        self.field = field
-        self.message = message
-        where = str(source) + (f" line {line_number}" if line_number is not None else "")
-        super().__init__(f"{where}{f', field {field!r}' if field else ''}: {message}")
+        self.field = None if field is None else printable(shorten(str(field), MAX_SHOWN_CHARS))
+        self.message = printable(shorten(message, MAX_MESSAGE_CHARS))
+        where = printable(str(source)) + (f" line {line_number}" if line_number is not None else "")
+        super().__init__(f"{where}{f', field {self.field!r}' if self.field else ''}: {self.message}")
 
 
-def read_lines(path: str | os.PathLike[str], what: str = "records") -> list[str]:
+# --- reading files -------------------------------------------------------------------------------------
+def _size(n: int) -> str:
+    return f"{n // MIB} MiB" if n % MIB == 0 else f"{n // KIB} KiB" if n % KIB == 0 else f"{n:,} bytes"
+
+
+def read_file_bytes(path: str | os.PathLike[str], what: str, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``; the one way every reader opens a file.
+
+    The file is opened without blocking and checked before a byte is read: a directory, a FIFO, a
+    device or a socket (reading it could block or never end) is an :class:`InputError`, and so is a
+    missing or unreadable file and one larger than ``max_bytes`` (checked again while reading, should it
+    grow). ``what`` names what the file should be (``"a file of events"``), for the messages.
+    """
+    source = str(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(source, flags)
+    except FileNotFoundError:
+        raise InputError(source, None, None, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(source, None, None, f"is a directory, not {what}") from None
+    except (OSError, ValueError) as error:  # ValueError: a NUL byte in the path
+        reason = getattr(error, "strerror", None) or str(error)
+        raise InputError(source, None, None, f"cannot be read ({reason})") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError(source, None, None, f"is a directory, not {what}")
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(source, None, None, f"is not a regular file (a FIFO, a device or a socket: reading "
+                                                 f"it could block or never end); expected {what}")
+        too_big = InputError(source, None, None, f"is larger than {_size(max_bytes)}, the most flightcheck reads "
+                                                 f"as {what}")
+        if st.st_size > max_bytes:
+            raise too_big
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(max_bytes + 1 - total, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                raise too_big
+        return b"".join(chunks)
+    except OSError as error:
+        raise InputError(source, None, None, f"cannot be read ({error.strerror or error})") from None
+    finally:
+        os.close(fd)
+
+
+def read_lines(path: str | os.PathLike[str], what: str = "records", *, max_bytes: int = MAX_LINES_FILE_BYTES,
+               max_line_bytes: int = MAX_LINE_BYTES) -> list[str]:
     """The lines of a text file (without their newlines), UTF-8 checked line by line.
 
     Raises :class:`InputError` for a missing file, a directory or other non-regular file, an unreadable
-    file or a line that is not UTF-8 (naming the line and the column of the first bad byte).
+    file, a file over ``max_bytes``, a line over ``max_line_bytes`` or a line that is not UTF-8 (naming
+    the line and the column of the first bad byte).
     """
-    p = Path(path)
-    if p.is_dir():
-        raise InputError(str(p), None, None, f"is a directory, not a file of {what}")
-    if p.exists() and not p.is_file():  # a FIFO or a device: reading it could block or never end
-        raise InputError(str(p), None, None, f"is not a regular file (expected a file of {what})")
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError(str(p), None, None, "no such file") from None
-    except OSError as error:
-        raise InputError(str(p), None, None, f"cannot be read ({error.strerror or error})") from None
-    return decode_lines(data, str(p))
+    return decode_lines(read_file_bytes(path, f"a file of {what}", max_bytes), str(path), max_line_bytes)
 
 
-def decode_lines(data: bytes, source: str) -> list[str]:
-    """``data`` split at newlines and decoded as UTF-8; a bad byte names its line and column."""
+def decode_lines(data: bytes, source: str, max_line_bytes: int = MAX_LINE_BYTES) -> list[str]:
+    """``data`` split at newlines and decoded as UTF-8; a bad byte names its line and column, and so does
+    a line longer than ``max_line_bytes``."""
     lines = data.split(b"\n")
     out = []
     for number, raw in enumerate(lines, 1):
+        if len(raw) > max_line_bytes:
+            raise InputError(source, number, None, f"the line is {len(raw):,} bytes long; a line may hold at most "
+                                                   f"{_size(max_line_bytes)}")
         try:
             out.append(raw.decode("utf-8"))
         except UnicodeDecodeError as error:
             raise InputError(source, number, None, f"not UTF-8 text (byte 0x{raw[error.start]:02x} at column "
                                                    f"{error.start + 1}); the file must be UTF-8") from None
     return out
+
+
+def read_text_file(path: str | os.PathLike[str], what: str, max_bytes: int = MAX_DOCUMENT_BYTES) -> str:
+    """A whole file as text: a regular file of at most ``max_bytes`` (:func:`read_file_bytes`), UTF-8
+    (a bad byte names its line and column); an :class:`InputError` otherwise."""
+    data = read_file_bytes(path, what, max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        raise InputError(str(path), line, None, f"not UTF-8 text (byte 0x{data[error.start]:02x} at column "
+                                                f"{column}); the file must be UTF-8") from None
+
+
+def read_json_file(path: str | os.PathLike[str], what: str, max_bytes: int = MAX_DOCUMENT_BYTES,
+                   max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """A whole file as one JSON value (:func:`read_text_file`, then :func:`parse_json`); an empty file
+    and one nested deeper than ``max_depth`` are :class:`InputError` s too."""
+    text = read_text_file(path, what, max_bytes)
+    if not text.strip():
+        raise InputError(str(path), None, None, f"the file is empty (expected {what})")
+    return parse_json(text, str(path), None, max_depth)
 
 
 def record_lines(lines: Iterable[str], source: str, what: str) -> list[tuple[int, str]]:
@@ -102,17 +302,38 @@ def record_lines(lines: Iterable[str], source: str, what: str) -> list[tuple[int
     return numbered
 
 
-def parse_json(text: str, source: str, line_number: int | None) -> Any:
-    """``json.loads`` whose every failure (syntax, oversized numbers, deep nesting) is an :class:`InputError`."""
+def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
+    """How deep ``value`` nests (a scalar 0, ``[1]`` 1, ``{"a": [1]}`` 2), without recursion; the walk
+    stops as soon as the depth passes ``limit``."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if not isinstance(v, (list, dict)):
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, depth + 1) for child in (v.values() if isinstance(v, dict) else v)
+                     if isinstance(child, (list, dict)))
+    return deepest
+
+
+def parse_json(text: str, source: str, line_number: int | None, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads`` whose every failure (syntax, oversized numbers, nesting deeper than ``max_depth``)
+    is an :class:`InputError`."""
+    too_deep = f"not valid JSON here (nested too deeply: more than {max_depth} levels)"
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as error:
         line = line_number if line_number is not None else error.lineno
         raise InputError(source, line, None, f"not valid JSON ({error.msg} at column {error.colno})") from None
     except RecursionError:
-        raise InputError(source, line_number, None, "not valid JSON here (nested too deeply)") from None
+        raise InputError(source, line_number, None, too_deep) from None
     except ValueError as error:  # e.g. an integer of more than 4,300 digits
         raise InputError(source, line_number, None, f"not valid JSON here ({error})") from None
+    if json_depth(value, max_depth) > max_depth:
+        raise InputError(source, line_number, None, too_deep)
+    return value
 
 
 def json_records(lines: Iterable[str], source: str, what: str) -> list[tuple[int, dict[str, Any]]]:
@@ -143,9 +364,11 @@ def json_type(value: Any) -> str:
     return type(value).__name__
 
 
+# --- kinds of fields -------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Kind:
-    """What a field's value must be: ``expected`` in words, ``test`` the check, ``inner`` for containers.
+    """What a field's value must be: ``expected`` in words, ``test`` the check, ``inner`` for containers
+    and ranges (checked once ``test`` holds).
 
     :meth:`problem` returns None for a good value, else ``(sub-path, message)``: the sub-path is ``""``
     for the value itself, ``"[2]"`` or ``".key"`` (joined) inside lists and objects.
@@ -163,20 +386,47 @@ class Kind:
 
 
 def _show(value: Any) -> str:
-    text = json.dumps(value) if isinstance(value, (list, dict)) else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return shown(value, 40)
 
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-INT = Kind("an integer", _is_int)
-COUNT = Kind("an integer >= 0", lambda v: _is_int(v) and v >= 0)
-POSITIVE = Kind("an integer >= 1", lambda v: _is_int(v) and v >= 1)
+def _is_number(value: Any) -> bool:
+    return _is_int(value) or (isinstance(value, float) and math.isfinite(value))
+
+
+def at_most(kind: Kind, high: int | float, why: str) -> Kind:
+    """``kind`` whose values may not exceed ``high``; the message says ``why`` the limit is what it is.
+
+    For example::
+
+        >>> at_most(COUNT, 10, "ten fingers").problem(11)
+        ('', 'must be at most 10 (ten fingers), got 11')
+    """
+    def inner(value: Any) -> tuple[str, str] | None:
+        if value > high:
+            return "", f"must be at most {high:,} ({why}), got {_show(value)}"
+        return kind.inner(value) if kind.inner is not None else None
+    return Kind(kind.expected, kind.test, inner)
+
+
+def _int_in_64_bits(value: Any) -> tuple[str, str] | None:
+    if not MIN_INT <= value <= MAX_INT:
+        return "", f"must fit in 64 bits ({MIN_INT:,} to {MAX_INT:,}), got {_show(value)}"
+    return None
+
+
+INT = Kind("an integer", _is_int, _int_in_64_bits)
+COUNT = Kind("an integer >= 0", lambda v: _is_int(v) and v >= 0, _int_in_64_bits)
+POSITIVE = Kind("an integer >= 1", lambda v: _is_int(v) and v >= 1, _int_in_64_bits)
 STR = Kind("a string", lambda v: isinstance(v, str))
 BOOL = Kind("true or false", lambda v: isinstance(v, bool))
-SECONDS = Kind("a finite number >= 0", lambda v: (_is_int(v) or isinstance(v, float)) and math.isfinite(v) and v >= 0)
+SECONDS = at_most(Kind("a finite number >= 0", lambda v: _is_number(v) and v >= 0), MAX_SECONDS,
+                  "about 31.7 years: MAX_SECONDS")
+# A request's tokens in an event log (its prompt's num_tokens, its max_tokens, its pages).
+TOKENS = at_most(POSITIVE, MAX_REQUEST_TOKENS, "the longest request flightcheck reads: MAX_REQUEST_TOKENS")
 
 
 def nullable(kind: Kind) -> Kind:
@@ -244,7 +494,7 @@ def check_fields(obj: Mapping[str, Any], fields: Mapping[str, Field], *,
     if closed:
         for name in obj:
             if name not in fields:
-                return str(name), f"unknown (known: {', '.join(fields)})"
+                return shorten(str(name)), f"unknown (known: {', '.join(fields)})"
     return None
 
 

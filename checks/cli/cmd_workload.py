@@ -19,14 +19,17 @@ Exit codes: 0 ran; 2 bad arguments or a malformed trace (the message names the l
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 import typer
 
 from flightcheck.checks.cli.errors import usage_error
+from flightcheck.checks.inputs import printable, shown
 
 _SHARED_NAMES = ("conversation", "synthetic")
+MAX_WORKERS = 64  # processes a sweep forks at most: more than any machine it runs on has cores
 
 
 def _fail(message: str) -> typer.Exit:
@@ -37,17 +40,17 @@ def _resolve(trace: str) -> Path:
     from flightcheck.checks.workload.trace import shared_trace_path
 
     path = Path(trace)
-    if path.is_file():
-        return path
     if path.is_dir():
-        raise _fail(f"{trace}: is a directory, not a trace file")
+        raise _fail(f"{printable(trace)}: is a directory, not a trace file")
+    if os.path.lexists(path):
+        return path  # a file, or something that is not one: the strict reader says which
     if trace in _SHARED_NAMES:
         shared = shared_trace_path(trace)
         if shared.is_file():
             return shared
         raise _fail(f"trace {trace!r} not found at {shared} (FLIGHTCHECK_SHARED set to a folder without it, or an "
                     "installation without flightcheck's data/traces)")
-    raise _fail(f"trace file {trace!r} not found (give a path, or one of {', '.join(_SHARED_NAMES)})")
+    raise _fail(f"trace file {shown(trace)} not found (give a path, or one of {', '.join(_SHARED_NAMES)})")
 
 
 def _fmt(value: object, digits: int = 4) -> str:
@@ -127,7 +130,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print summary and per-instance rows as JSON instead of tables."),
         cost_per_load: float = typer.Option(1.0, "--cost-per-load", help="Cost of one block load, for the avoidable cost rate."),
         warmup_fraction: float = typer.Option(0.1, "--warmup-fraction", help="Fraction of the trace's time span counted as warm-up."),
-        workers: int = typer.Option(2, "--workers", help="Worker processes for the sweep."),
+        workers: int = typer.Option(2, "--workers", max=MAX_WORKERS, help="Worker processes for the sweep."),
         cohort_rows: bool = typer.Option(False, "--cohort-rows", help="Also write per-cohort rows (cohorts.csv.gz; large for a full sweep)."),
         insert_on_miss: bool = typer.Option(False, "--insert-on-miss", help="The wrong model (cache on load start), for the reverse check."),
         from_events: Path = typer.Option(None, "--from-events", metavar="EVENTS.jsonl", help="Convert an engine event log to a trace and use it."),
@@ -140,7 +143,7 @@ def register(app: typer.Typer) -> None:
 
         from flightcheck.checks.workload import sweep as ws
         from flightcheck.checks.workload.model import LOOKUPS, ROUTINGS, prepare_trace
-        from flightcheck.checks.conform.eventlog import read_events
+        from flightcheck.checks.conform.eventlog import parse_events
         from flightcheck.checks.inputs import InputError, read_lines
         from flightcheck.checks.workload.trace import Trace, events_to_trace, load_trace, write_trace
 
@@ -174,9 +177,9 @@ def register(app: typer.Typer) -> None:
             for trace in traces or []:
                 loaded.append(load_trace(_resolve(trace)))
             if from_events is not None:
-                read_events(str(from_events))  # the event schema, as `flightcheck validate` reads the log
-                converted = events_to_trace(read_lines(from_events, "events"), source=str(from_events),
-                                            block_tokens=block_tokens)
+                lines = read_lines(from_events, "events")  # read once, by the strict reader
+                parse_events(lines, str(from_events))  # the event schema, as `flightcheck validate` reads the log
+                converted = events_to_trace(lines, source=str(from_events), block_tokens=block_tokens)
                 if convert_out is not None:
                     write_trace(converted, convert_out)
                 if converted.num_requests > 1 and all(r.timestamp_ms == 0 for r in converted.requests):
@@ -188,7 +191,7 @@ def register(app: typer.Typer) -> None:
             raise _fail("give at least one TRACE or --from-events EVENTS.jsonl")
         names = [t.name for t in loaded]
         if len(set(names)) != len(names):
-            raise _fail(f"traces must have distinct file names, got {names}")
+            raise _fail(f"traces must have distinct file names, got {shown(names)}")
         prepared = [prepare_trace(t, warmup_fraction) for t in loaded]
 
         console = Console(stderr=True)

@@ -11,14 +11,16 @@ For example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
 from flightcheck.checks.conform.schema import LogChecker, check_header, is_header
 from flightcheck.checks.conform.tracker import SpecTracker
 from flightcheck.checks.conform.validator import TraceValidator
-from flightcheck.checks.inputs import InputError, json_records, read_lines
+from flightcheck.checks.inputs import (MAX_LOG_REQUESTS, MAX_SHOWN_CHARS, InputError, json_records, printable,
+                                       read_lines, shorten)
 from flightcheck.spec.describe import describe
 from flightcheck.spec.model import FlightSpec
 from flightcheck.spec.scenario import Policy, Scenario
@@ -43,30 +45,38 @@ class ValidationReport:
 def read_events(path: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """Events of a JSON-lines log and its optional header (a first line with a "policy" object).
 
-    Read by the rules every reader shares (:mod:`flightcheck.checks.inputs`: UTF-8, no blank line but
-    the final newline, one JSON object per line) and checked against the event schema
-    (:mod:`flightcheck.checks.conform.schema`). Raises :class:`~flightcheck.checks.inputs.InputError`
-    naming the file, the line and the field; a file without events (empty, or only a header) is one too.
+    Read by the rules every reader shares (:mod:`flightcheck.checks.inputs`: a regular file within its
+    size limit, UTF-8, no blank line but the final newline, lines within their limit, one JSON object
+    per line) and checked against the event schema (:mod:`flightcheck.checks.conform.schema`). Raises
+    :class:`~flightcheck.checks.inputs.InputError` naming the file, the line and the field; a file
+    without events (empty, or only a header) is one too.
     """
-    events, header, checker = [], None, LogChecker(str(path))
-    for num, obj in json_records(read_lines(path, "events"), str(path), "an engine event log: JSON lines of events"):
+    return parse_events(read_lines(path, "events"), str(path))
+
+
+def parse_events(lines: Iterable[str], source: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """:func:`read_events` of lines already read (``flightcheck workload --from-events`` reads the file
+    once and converts the same lines)."""
+    events, header, checker = [], None, LogChecker(source)
+    for num, obj in json_records(lines, source, "an engine event log: JSON lines of events"):
         if is_header(obj):
             if num != 1:
-                raise InputError(str(path), num, "policy", "a header line (a policy and no action) may only be "
+                raise InputError(source, num, "policy", "a header line (a policy and no action) may only be "
                                  "the first line")
-            check_header(obj, str(path), num)
+            check_header(obj, source, num)
             header = obj
             continue
         checker.check(obj, num)
         events.append(obj)
     if not events:
-        raise InputError(str(path), None, None, "holds no events, only the header line")
+        raise InputError(source, None, None, "holds no events, only the header line")
     return events, header
 
 
 def validate_events(events: Iterable[dict[str, Any]], policy: Policy, *, num_pages: int | None = None,
                     context: int | None = None, scenario: Scenario | None = None,
-                    spec_class: type = FlightSpec) -> ValidationReport:
+                    spec_class: type = FlightSpec, source: str = "event log",
+                    max_seconds: float | None = None) -> ValidationReport:
     """Validate a whole event log offline (no engine state: guards, details and properties).
 
     ``num_pages`` (the header's pool) models the engine's memory exactly; without it (an older log) the
@@ -76,10 +86,20 @@ def validate_events(events: Iterable[dict[str, Any]], policy: Policy, *, num_pag
     the schema before the spec sees any: a malformed one raises
     :class:`~flightcheck.checks.inputs.InputError` naming the event's number (``event 3, field
     'num_tokens': ...``); the report is about well-formed logs only.
+
+    Bounded: a log of more than :data:`~flightcheck.checks.inputs.MAX_LOG_REQUESTS` requests is an
+    :class:`~flightcheck.checks.inputs.InputError` (naming ``source``) before any is checked, and so is
+    one whose validation runs past ``max_seconds`` (None: no limit), naming the event it reached.
     """
     events, checker = list(events), LogChecker("event log")
     for num, ev in enumerate(events, 1):  # the schema first: the validator never sees a malformed event
         checker.check(ev, None, f"event {num}")
+    arrivals = sum(ev["action"] == "arrive" for ev in events)
+    if arrivals > MAX_LOG_REQUESTS:
+        raise InputError(source, None, None, f"holds {arrivals:,} requests, more than the {MAX_LOG_REQUESTS} a log "
+                         "validated offline may hold (the validator grows the spec with every request and checks "
+                         "every property after every event); validate a shorter run")
+    started = time.monotonic()
     decodes: dict[int, int] = {}
     for ev in events:
         if ev["action"] == "decode":
@@ -88,6 +108,10 @@ def validate_events(events: Iterable[dict[str, Any]], policy: Policy, *, num_pag
     tracker = SpecTracker(policy, scenario=scenario, spec_class=spec_class, num_pages=num_pages, options=options)
     validator = TraceValidator(tracker)
     for num, ev in enumerate(events, 1):
+        if max_seconds is not None and time.monotonic() - started > max_seconds:
+            raise InputError(source, None, None, f"too large to validate offline: {max_seconds:.0f} s passed at "
+                             f"event {num} of {len(events):,} (the cost of an event grows with the requests arrived "
+                             "and their pages); validate a shorter run")
         name = ev["action"]
         if name == "arrive":
             bound = ev["max_tokens"] - 1 if "max_tokens" in ev else decodes.get(ev["request"], 0)
@@ -97,6 +121,32 @@ def validate_events(events: Iterable[dict[str, Any]], policy: Policy, *, num_pag
         try:
             validator.feed(ev)
         except ConformanceError as error:
-            return ValidationReport(False, num, validator.actions, error.diagnosis, None)
+            return ValidationReport(False, num, validator.actions, bounded(error.diagnosis), None)
     final = describe(tracker.spec, tracker.state) if tracker.spec is not None else None
     return ValidationReport(True, len(events), validator.actions, None, final)
+
+
+# How long a reason or note of a diagnosis of a log may be: it quotes the log's values, which may be long.
+MAX_REASON_CHARS = 500
+
+
+def bounded(diagnosis: Diagnosis) -> Diagnosis:
+    """``diagnosis`` safe to print however long or odd the log's values: every text escaped
+    (:func:`~flightcheck.checks.inputs.printable`) and cut (a reason to :data:`MAX_REASON_CHARS`, a
+    string of the event to :data:`~flightcheck.checks.inputs.MAX_SHOWN_CHARS`)."""
+    def cut(text: str, limit: int = MAX_REASON_CHARS) -> str:
+        return printable(shorten(text, limit))
+
+    def value(v: Any) -> Any:
+        if isinstance(v, str):
+            return cut(v, MAX_SHOWN_CHARS)
+        if isinstance(v, list):
+            return [value(x) for x in v[:MAX_SHOWN_CHARS]] + ([f"... ({len(v):,} items)"] if len(v) > MAX_SHOWN_CHARS else [])
+        if isinstance(v, dict):
+            return {cut(str(k), MAX_SHOWN_CHARS): value(x) for k, x in v.items()}
+        return v
+
+    event = None if diagnosis.event is None else value(diagnosis.event)
+    return replace(diagnosis, summary=cut(diagnosis.summary), event=event,
+                   reasons=[cut(r) for r in diagnosis.reasons], notes=[cut(n) for n in diagnosis.notes],
+                   action=None if diagnosis.action is None else cut(diagnosis.action))

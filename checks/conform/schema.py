@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flightcheck.checks.inputs import (BOOL, COUNT, INT, POSITIVE, SECONDS, STR, Field, InputError, check_fields,
-                                       list_of, nullable, one_of, optional, record, required)
+from flightcheck.checks.inputs import (BOOL, COUNT, INT, POSITIVE, SECONDS, STR, TOKENS, Field, InputError,
+                                       check_fields, list_of, nullable, one_of, optional, record, required, shown)
 from flightcheck.spec.scenario import COORDINATIONS, LEADER_LOSSES, PUBLICATIONS, RELEASES
 
 # A published page as the engine logs it (publish's "pages", finish's "published").
@@ -50,9 +50,9 @@ COMMON_FIELDS: dict[str, Field] = {
 # --- the table: one row per action of the engine's vocabulary (impl/events.py ACTIONS) -------------
 EVENT_FIELDS: dict[str, dict[str, Field]] = {
     "arrive": {"request": REQUEST, "role": required(STR), "flight": required(nullable(INT)), "input": required(STR),
-               "num_tokens": required(POSITIVE), "t": optional(SECONDS), "max_tokens": optional(POSITIVE),
-               "lifetime_pages": optional(POSITIVE), "page_keys": optional(list_of(STR)),
-               "via": optional(nullable(INT)), "shared_pages": optional(POSITIVE)},
+               "num_tokens": required(TOKENS), "t": optional(SECONDS), "max_tokens": optional(TOKENS),
+               "lifetime_pages": optional(TOKENS), "page_keys": optional(list_of(STR)),
+               "via": optional(nullable(INT)), "shared_pages": optional(TOKENS)},
     "admit": {"request": REQUEST, "hit_pages": required(COUNT), "recovered_tokens": optional(COUNT)},
     "prefill": {"request": REQUEST, "num_units": required(COUNT), "first_token": required(BOOL),
                 "first_page": optional(COUNT), "num_tokens": optional(COUNT)},
@@ -61,14 +61,14 @@ EVENT_FIELDS: dict[str, dict[str, Field]] = {
                 "leader": required(INT), "waiters": optional(list_of(INT))},
     "promote": {"flight": required(INT), "leader": required(INT), "previous": required(INT),
                 "followers": required(list_of(INT)), "via": optional(nullable(INT)),
-                "shared_pages": optional(POSITIVE)},
+                "shared_pages": optional(TOKENS)},
     "decode": {"request": REQUEST, "token": optional(INT)},
     "finish": {"request": REQUEST, "published": required(list_of(PAGE)), "reason": optional(STR)},
     "evict": {"key": required(STR), "page_id": optional(INT), "index": optional(COUNT)},
     "abort": {"request": REQUEST, "phase": required(STR)},
     "notify": {"request": REQUEST, "accepted": optional(BOOL), "error": optional(STR)},
     "expire": {"request": REQUEST, "flight": required(INT), "leader": required(INT), "reason": optional(STR),
-               "via": optional(BOOL), "shared_pages": optional(POSITIVE)},
+               "via": optional(BOOL), "shared_pages": optional(TOKENS)},
     "fail": {"request": REQUEST, "phase": required(STR), "error": optional(STR)},
 }
 
@@ -87,8 +87,8 @@ POLICY = record(POLICY_FIELDS, closed=True)  # an unknown knob cannot be validat
 POOL = record({"num_pages": required(POSITIVE), "page_size": optional(POSITIVE)})
 HEADER_FIELDS: dict[str, Field] = {"policy": required(POLICY), "model": optional(nullable(STR)),
                                    "pool": optional(POOL), "follower_wait_bound": optional(nullable(POSITIVE)),
-                                   "context": optional(nullable(POSITIVE)),
-                                   "max_context": optional(nullable(POSITIVE)), "seed": optional(INT)}
+                                   "context": optional(nullable(TOKENS)),
+                                   "max_context": optional(nullable(TOKENS)), "seed": optional(INT)}
 
 # --- rules across events: (action, key field, field): events of that action with the same key carry
 # the same value of the field (an input key names whole token ids, so one key has one length) ---------
@@ -108,7 +108,7 @@ def check_event(event: Any, source: str, line_number: int | None) -> None:
         raise InputError(source, line_number, None, f"expected an event object, got {type(event).__name__}")
     found = check_fields(event, COMMON_FIELDS)
     if found is None and event["action"] not in EVENT_FIELDS:
-        found = "action", f"unknown action {event['action']!r} (known: {', '.join(EVENT_FIELDS)})"
+        found = "action", f"unknown action {shown(event['action'])} (known: {', '.join(EVENT_FIELDS)})"
     if found is None:
         found = check_fields(event, EVENT_FIELDS[event["action"]])
         if found is not None and found[1].startswith("missing"):
@@ -147,8 +147,8 @@ class LogChecker:
             first = self.seen.setdefault((n, event[key]), (event[field], line_number))
             if first[0] != event[field]:
                 before = f"line {first[1]}" if first[1] is not None and source is None else "an earlier event"
-                raise InputError(where, line_number, field, f"{event[field]!r}, where {before} gave {first[0]!r} "
-                                 f"for the same {key} {event[key]!r}")
+                raise InputError(where, line_number, field, f"{shown(event[field])}, where {before} gave "
+                                 f"{shown(first[0])} for the same {key} {shown(event[key])}")
 
 
 def check_header(header: dict[str, Any], source: str, line_number: int | None) -> None:

@@ -9,7 +9,12 @@ A trace is a JSON-lines file with one request per line and four fields (the Moon
 
 Every line must be a JSON object with all four fields of the right type; a blank or malformed line, a
 line that is not UTF-8 or an empty file raises :class:`TraceError` naming the file, the line number and
-the field, by the rules every reader shares (:mod:`flightcheck.checks.inputs`). Nothing is silently skipped. Extra fields are
+the field, by the rules every reader shares (:mod:`flightcheck.checks.inputs`). Nothing is silently skipped.
+Every value is bounded before anything is built from it: a timestamp within
+:data:`~flightcheck.checks.inputs.MAX_TIMESTAMP_MS`, lengths within
+:data:`~flightcheck.checks.inputs.MAX_TRACE_TOKENS`, hash ids of 64 bits, at most
+:data:`~flightcheck.checks.inputs.MAX_HASH_IDS` per request and
+:data:`~flightcheck.checks.inputs.MAX_TRACE_BLOCKS` per trace (the block lookups the model makes). Extra fields are
 allowed and ignored. Lines need not be sorted by time: :func:`load_trace` keeps file order, and the model
 sorts stably, so ties keep file order.
 
@@ -31,12 +36,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from flightcheck.checks.inputs import (COUNT, INT, SECONDS, STR, InputError, check_fields, json_records, nullable,
-                                       optional, read_lines, required)
+from flightcheck.checks.inputs import (INT, MAX_HASH_IDS, MAX_INT, MAX_TIMESTAMP_MS, MAX_TRACE_BLOCKS,
+                                       MAX_TRACE_TOKENS, MIN_INT, SECONDS, STR, TOKENS, InputError, check_fields,
+                                       json_records, json_type, nullable, optional, parse_json, read_lines,
+                                       record_lines, required, shown)
 
 FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
 # What the event-log conversion reads of an arrive event, and of a prefill or decode it counts.
-_ARRIVE = {"request": required(INT), "input": required(STR), "num_tokens": required(COUNT),
+_ARRIVE = {"request": required(INT), "input": required(STR), "num_tokens": required(TOKENS),
            "t": optional(nullable(SECONDS))}
 _COUNTED = {"request": required(INT)}
 
@@ -102,17 +109,27 @@ def _parse_request(obj: object, source: str, line_number: int) -> TraceRequest:
         if field not in obj:
             raise fail(field, "missing")
     ts = obj["timestamp"]
-    if not (_is_int(ts) or isinstance(ts, float)) or not math.isfinite(ts) or ts < 0:
-        raise fail("timestamp", f"must be a finite number >= 0, got {ts!r}")
+    if not (_is_int(ts) or (isinstance(ts, float) and math.isfinite(ts))) or ts < 0:
+        raise fail("timestamp", f"must be a finite number >= 0, got {shown(ts)}")
+    if ts > MAX_TIMESTAMP_MS:
+        raise fail("timestamp", f"must be at most {MAX_TIMESTAMP_MS:,} ms (about 31.7 years: MAX_TIMESTAMP_MS), "
+                                f"got {shown(ts)}")
     for field in ("input_length", "output_length"):
         if not _is_int(obj[field]) or obj[field] < 0:
-            raise fail(field, f"must be an integer >= 0, got {obj[field]!r}")
+            raise fail(field, f"must be an integer >= 0, got {shown(obj[field])}")
+        if obj[field] > MAX_TRACE_TOKENS:
+            raise fail(field, f"must be at most {MAX_TRACE_TOKENS:,} tokens (MAX_TRACE_TOKENS), got {shown(obj[field])}")
     ids = obj["hash_ids"]
     if not isinstance(ids, list):
         raise fail("hash_ids", f"must be a list of integers, got {type(ids).__name__}")
+    if len(ids) > MAX_HASH_IDS:
+        raise fail("hash_ids", f"holds {len(ids):,} ids, more than the {MAX_HASH_IDS:,} a request may have "
+                               "(MAX_HASH_IDS)")
     for position, value in enumerate(ids):
         if not _is_int(value):
-            raise fail("hash_ids", f"position {position} must be an integer, got {value!r}")
+            raise fail("hash_ids", f"position {position} must be an integer, got {shown(value)}")
+        if not MIN_INT <= value <= MAX_INT:
+            raise fail("hash_ids", f"position {position} must fit in 64 bits, got {shown(value)}")
     return TraceRequest(float(ts), obj["input_length"], obj["output_length"], tuple(ids), line_number)
 
 
@@ -122,11 +139,24 @@ def parse_trace_lines(lines: Iterable[str], source: str = "<trace>", name: str |
     A trailing newline at the end of the file is fine; any blank line between records is an error, and so
     is a trace without requests.
     """
+    requests, blocks = [], 0
     try:
-        records = json_records(lines, source, "a trace: JSON lines of requests")
+        numbered = record_lines(lines, source, "a trace: JSON lines of requests")
     except InputError as error:
         raise TraceError.of(error) from None
-    requests = [_parse_request(obj, source, line_number) for line_number, obj in records]
+    for line_number, line in numbered:  # one line at a time: the bounds stop a huge trace before it is all parsed
+        try:
+            obj = parse_json(line, source, line_number)
+        except InputError as error:
+            raise TraceError.of(error) from None
+        if not isinstance(obj, dict):
+            raise TraceError(source, line_number, None, f"expected a JSON object, got {json_type(obj)}")
+        request = _parse_request(obj, source, line_number)
+        blocks += len(request.hash_ids)
+        if blocks > MAX_TRACE_BLOCKS:
+            raise TraceError(source, line_number, "hash_ids", f"the trace's hash ids add up to more than "
+                             f"{MAX_TRACE_BLOCKS:,} here (MAX_TRACE_BLOCKS: the block lookups the model makes)")
+        requests.append(request)
     return Trace(name if name is not None else source, tuple(requests))
 
 
@@ -185,7 +215,9 @@ def events_to_trace(lines: Iterable[str], source: str = "<events>", block_tokens
     - ``output_length``: the request's generated tokens: one for a ``prefill`` with ``first_token`` true
       plus one per ``decode`` event.
 
-    A first line holding only a ``policy`` object (the engine's header) is skipped. Other events are
+    The ids of all requests add up to at most :data:`~flightcheck.checks.inputs.MAX_TRACE_BLOCKS`
+    (checked before each input's ids are made). A first line holding only a ``policy`` object (the
+    engine's header) is skipped. Other events are
     read for the output count only; a line that is not a JSON object with an ``action``, an ``arrive``
     without an integer ``request``, a string ``input`` or a count ``num_tokens``, or a counted ``prefill``
     or ``decode`` without an integer ``request`` raises :class:`TraceError`, as do the readers' rules
@@ -228,19 +260,24 @@ def events_to_trace(lines: Iterable[str], source: str = "<events>", block_tokens
     if any(has_t) and not all(has_t):
         line_number = arrivals[has_t.index(False)][0]
         raise TraceError(source, line_number, "t", "missing while other arrive events carry it")
-    next_id = 0
+    next_id, blocks = 0, 0
     ids_of_input: dict[str, tuple[int, ...]] = {}
     requests = []
     for line_number, request_id, key, num_tokens, t in arrivals:
         num_blocks = -(-num_tokens // block_tokens)
         ids = ids_of_input.get(key)
+        blocks += num_blocks
+        if blocks > MAX_TRACE_BLOCKS:
+            raise TraceError(source, line_number, "num_tokens", f"the requests' blocks of {block_tokens} tokens add "
+                             f"up to more than {MAX_TRACE_BLOCKS:,} here (MAX_TRACE_BLOCKS: the block lookups the "
+                             "model makes)")
         if ids is None:
             ids = tuple(range(next_id, next_id + num_blocks))
             next_id += num_blocks
             ids_of_input[key] = ids
         elif len(ids) != num_blocks:
-            raise TraceError(source, line_number, "num_tokens", f"input {key!r} was seen with a different length")
-        ts = 0.0 if t is None else float(t) * 1000.0
+            raise TraceError(source, line_number, "num_tokens", f"input {shown(key)} was seen with a different length")
+        ts = 0.0 if t is None else float(t) * 1000.0  # t is bounded (MAX_SECONDS): float() cannot overflow
         requests.append(TraceRequest(ts, num_tokens, outputs.get(request_id, 0), ids, line_number))
     return Trace(source, tuple(requests))
 
