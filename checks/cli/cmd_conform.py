@@ -36,20 +36,35 @@ def _mutant(name: Optional[str]):
 
 
 def _read_program(path: Path):
-    """A saved conformance program, or a usage error naming what is wrong with the file."""
-    from flightcheck.checks.conform.program import Program
+    """A saved conformance program, every field checked (:func:`~flightcheck.checks.conform.program.read_program`),
+    or a usage error (exit 2) naming the file and the field."""
+    from flightcheck.checks.conform.program import read_program
+    from flightcheck.checks.inputs import InputError
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise usage_error(f"cannot read the program {path}: {error}")
+        return read_program(path)
+    except InputError as error:
+        raise usage_error(str(error)) from None
+
+
+def _check_program_for_model(program, path: Path, model: str) -> None:
+    """What of a program depends on the model (token ids, context, pages, the pool's memory), checked
+    before any engine runs: a program the engine would refuse is bad input (exit 2), not a departure."""
+    from flightcheck.checks.conform.program import check_for_model, model_limits
+    from flightcheck.checks.inputs import InputError
+
+    vocab, context, page_bytes = model_limits(model)
     try:
-        program = Program.from_json(json.loads(text))
-        from flightcheck.impl.config import EngineConfig
-        EngineConfig(**program.setup.config)
-    except (json.JSONDecodeError, ValueError, TypeError) as error:
-        raise usage_error(f"{path}: {error}")
-    return program
+        check_for_model(program, str(path), vocab=vocab, context=context, page_bytes=page_bytes)
+    except InputError as error:
+        raise usage_error(str(error)) from None
+
+
+def _print(console: Console, text: str) -> None:
+    """Print text that quotes the input (a diagnosis, a failing run) as it is: no markup, escaped."""
+    from flightcheck.checks.inputs import printable
+
+    console.print(printable(text), markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:
@@ -84,6 +99,8 @@ def register(app: typer.Typer) -> None:
         m = _mutant(mutant)
         program = _read_program(replay_program) if replay_program is not None else None
         loaded_model(model)  # a bad model file is bad input (exit 2), not a run that departs from the spec
+        if program is not None:
+            _check_program_for_model(program, replay_program, model)
         opts = ConformOptions(model=model, release=release, publication=publication, coordination=coordination,
                               leader_loss=leader_loss, examples=examples, seconds=seconds, max_rules=max_rules,
                               seed=seed)
@@ -112,7 +129,7 @@ def register(app: typer.Typer) -> None:
                           f"{result.seconds:.1f} s; reached {result.features}")
         else:
             console.print("[bold red]the engine departs from the spec[/]")
-            console.print(result.failure.format(), markup=False, highlight=False)
+            _print(console, result.failure.format())
         raise typer.Exit(0 if result.ok else 1)
 
     @app.command()
@@ -166,7 +183,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Feed an event log through the spec; exit 1 with a diagnosis at the first mismatch, 2 on a malformed log."""
         from flightcheck.checks.conform.eventlog import read_events, validate_events
-        from flightcheck.checks.inputs import InputError
+        from flightcheck.checks.inputs import MAX_VALIDATION_SECONDS, InputError
 
         check_choice("release", release, RELEASES)
         check_choice("publication", publication, PUBLICATIONS)
@@ -188,14 +205,18 @@ def register(app: typer.Typer) -> None:
         except (TypeError, ValueError) as error:
             raise usage_error(f"bad policy: {error}")
         pages = num_pages or ((header or {}).get("pool") or {}).get("num_pages")
-        report = validate_events(evs, policy, num_pages=pages, context=(header or {}).get("context"))
+        try:
+            report = validate_events(evs, policy, num_pages=pages, context=(header or {}).get("context"),
+                                     source=str(events), max_seconds=MAX_VALIDATION_SECONDS)
+        except InputError as error:  # more requests, or more work, than a log validated offline may take
+            raise usage_error(str(error)) from None
         if as_json:
             print(json.dumps(report.to_json()))
         elif report.ok:
             Console().print(f"[green]valid[/]: {report.num_events} events are a run of the spec under {policy.label()}")
         else:
             Console().print(f"[bold red]mismatch[/] at event {report.num_events} (policy {policy.label()}):")
-            Console().print(report.diagnosis.format(), markup=False, highlight=False)
+            _print(Console(), report.diagnosis.format())
         raise typer.Exit(0 if report.ok else 1)
 
     @app.command()
@@ -212,7 +233,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Replay a counterexample path against the engine; exit 0 when the engine behaves as the path says."""
         from flightcheck.checks.conform.replay import path_problem, read_path, replay as run_replay
-        from flightcheck.checks.inputs import InputError
+        from flightcheck.checks.inputs import InputError, shown
         from flightcheck.spec.variants import VARIANTS
 
         try:
@@ -224,7 +245,7 @@ def register(app: typer.Typer) -> None:
         def choose(option: str, given: Optional[str], default: str, known) -> str:  # the flag, the file's, the default
             value = given or meta.get(option) or default
             if value not in known:
-                what = f"unknown {option} {value!r}; known: {', '.join(known)}"
+                what = f"unknown {option} {shown(value)}; known: {', '.join(known)}"
                 raise usage_error(f"--{option}: {what}" if given else str(InputError(str(path), read.places[0][0],
                                                                                     option, what)))
             return value
@@ -240,7 +261,10 @@ def register(app: typer.Typer) -> None:
         if capacity is not None:
             pol["capacity"] = capacity
         m = _mutant(mutant)
-        policy, spec_class = Policy(**pol), VARIANTS[vname].spec_class
+        try:
+            policy, spec_class = Policy(**pol), VARIANTS[vname].spec_class
+        except (TypeError, ValueError) as error:  # knobs each valid, together not a policy
+            raise usage_error(f"{path}: not a policy of scenario {name}: {error}") from None
         wrong = path_problem(actions, scn, policy, spec_class=spec_class)
         if wrong is not None:  # a path that is not a run of the spec is a bad input, not an engine's departure
             n, why = wrong
@@ -258,7 +282,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print(json.dumps(result.to_json()))
         else:
-            Console().print(result.format(), markup=False, highlight=False)
+            _print(Console(), result.format())
         same = result.reproduced or (result.followed and not result.spec_violation)
         raise typer.Exit(0 if same else 1)
 

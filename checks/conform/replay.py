@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flightcheck.checks.conform.schema import POLICY
-from flightcheck.checks.inputs import (STR, InputError, check_fields, list_of, nullable, optional, parse_json,
-                                       read_lines, record_lines)
+from flightcheck.checks.inputs import (MAX_PATH_ACTIONS, MAX_SHOWN_CHARS, STR, InputError, check_fields, list_of,
+                                       nullable, optional, parse_json, read_lines, record_lines, shown)
 from flightcheck.spec.model import parse_action
 from flightcheck.checks.conform.diagnosis import ConformanceError
 from flightcheck.checks.conform.explain import violated
@@ -108,7 +108,8 @@ def parse_path(text: str, source: str = "<path>") -> PathFile:
 
     Lines (``explore``'s numbered list pastes as it is: ``  2. admit(0)   r0: prefill``) follow the
     readers' rules (:mod:`flightcheck.checks.inputs`); ``#`` starts a comment and a line holding only a
-    comment is skipped. Raises :class:`~flightcheck.checks.inputs.InputError` naming the source, the
+    comment is skipped. A path holds at most :data:`~flightcheck.checks.inputs.MAX_PATH_ACTIONS` actions
+    (each replayed on the engine). Raises :class:`~flightcheck.checks.inputs.InputError` naming the source, the
     line and the field of anything that is not a path.
     """
     stripped = text.strip()
@@ -143,7 +144,12 @@ def parse_path(text: str, source: str = "<path>") -> PathFile:
         if not actions:
             raise InputError(source, None, None, "holds only comments, no actions")
     path = PathFile(actions, places, meta)
+    if len(actions) > MAX_PATH_ACTIONS:
+        raise path.error(source, MAX_PATH_ACTIONS, f"the path has {len(actions):,} actions, more than "
+                         f"{MAX_PATH_ACTIONS:,} (MAX_PATH_ACTIONS)")
     for n, a in enumerate(actions):
+        if len(a) > MAX_SHOWN_CHARS:  # no action is this long; and the message must not quote it whole
+            raise path.error(source, n, f"not an action: {shown(a)}; expected NAME(INDEX)")
         try:
             parse_action(a)
         except ValueError as error:
