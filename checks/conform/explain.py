@@ -68,6 +68,30 @@ def _why_notify(spec: FlightSpec, s: View, i: int) -> list[str]:
         if i < spec.num_requests and spec.is_live(s, i) else []
 
 
+def explain_notice(spec: FlightSpec, state: State, i: int) -> str:
+    """Why the spec's coordinator accepts or rejects a termination notice for request ``i`` in ``state``
+    (``i`` of the spec's requests, or ``num_requests`` for an ID that never arrived), in words.
+
+    For example::
+
+        >>> from flightcheck.spec.scenario import SCENARIOS
+        >>> spec = FlightSpec(SCENARIOS["burst2"])
+        >>> explain_notice(spec, spec.initial(), 2)
+        'the ID never arrived, so the coordinator does not know it and rejects the notice'
+    """
+    if i >= spec.num_requests:
+        return "the ID never arrived, so the coordinator does not know it and rejects the notice"
+    s = spec.view(state)
+    phase = PHASE_NAMES[s.ph[i]]
+    if spec.accepts(s, i):
+        where = f"a member of flight f{s.mem[i] - 1}" if s.mem[i] else "in the released set"
+        return f"r{i} is {phase} and still known to the coordinator ({where}): it accepts the notice"
+    if spec.is_live(s, i):
+        return f"r{i} is {phase}: a live request's termination is not a notification"
+    return f"r{i} is {phase} and its termination was already taken: the coordinator no longer knows it, and " \
+        "rejects the notice"
+
+
 def _why_arrive(spec: FlightSpec, s: View, i: int) -> list[str]:
     return [f"r{i} already arrived ({PHASE_NAMES[s.ph[i]]})"] if s.ph[i] != ABSENT else []
 

@@ -45,7 +45,7 @@ from flightcheck.checks.conform.counters import ReferenceCounters
 from flightcheck.checks.conform.recency import Recency
 from flightcheck.checks.conform.witness import KVWitness
 from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
-from flightcheck.checks.conform.explain import explain_guard, forced, lookahead, violated
+from flightcheck.checks.conform.explain import explain_guard, explain_notice, forced, lookahead, violated
 from flightcheck.checks.conform.tracker import SpecTracker, lift_state
 from flightcheck.spec.describe import describe
 from flightcheck.impl.pages import PAGE_SIZE
@@ -117,6 +117,11 @@ class TraceValidator:
             self.reference.observe(tr.spec, event, action, tr.state, tr.state)  # an arrival counts by its role
         elif tr.spec is None:
             if name == "notify":  # nothing has arrived: every ID is unknown, and there is no state to check
+                if claims_accepted(event):
+                    self._fail("termination", f"the engine accepted a termination notice for request "
+                               f"{event.get('request')}, which never arrived", event, Action("notify", 0), None,
+                               ["no request has arrived: the spec's coordinator knows no ID and rejects every "
+                                "notice"], ["termination_validated"], [_NOTICE_NOTE])
                 return Action("notify", 0)
             self._fail("disabled", f"{name} before any arrival", event, None, None, ["no request has arrived"])
         else:
@@ -177,7 +182,9 @@ class TraceValidator:
                 notes.append(f"forcing {action} through would violate {p}")
         if action.name == "notify":
             props.append("termination_validated")
-            notes.append("the engine rejected the termination of a live request")
+            notes.append("the engine logged a notice it accepted for a live request (a live request's termination is "
+                         "an abort, logged as one)" if claims_accepted(event)
+                         else "the engine rejected the termination of a live request")
         pending = [f for f in range(self.spec.num_requests) if self.spec.is_orphaned(self.spec.view(before), f)]
         if pending and action.name not in ("release", "promote"):
             props.insert(0, "no_deadlock")
@@ -281,10 +288,8 @@ class TraceValidator:
                 r.append(problem)
         elif n in ("abort", "fail") and event.get("phase") != PHASE_NAMES[b.ph[i]]:
             r.append(f"{'aborted' if n == 'abort' else 'failed'} phase: engine {event.get('phase')}, spec {PHASE_NAMES[b.ph[i]]}")
-        elif n == "notify" and i < spec.num_requests and spec.accepts(b, i):
-            self._fail("termination", f"the engine rejected a termination of r{i} the coordinator must accept",
-                       event, action, before, [f"r{i} is still known to the spec's coordinator"],
-                       ["termination_validated"])
+        elif n == "notify":
+            self._check_notice(event, action, before)
         if n == "finish" and self.engine is not None and not r and self.tracker.engine_of[i] not in self.forced_finishes:
             r += finish_problems(self.engine, self.tracker.engine_of[i], event)
         if r:
@@ -298,6 +303,22 @@ class TraceValidator:
                            event, action, before, wrong, ["outputs_as_uncached"],
                            ["an engine rule the spec has no tokens for: caching, coordination and batching must not "
                             "change what a request generates (checks/conform/outputs.py)"])
+
+    def _check_notice(self, event: dict, action: Action, before: State) -> None:
+        """The log's verdict on a termination notice (its ``accepted``; a notice without it was rejected,
+        the only kind the engine logs) must be the spec's: accept an ID the coordinator knows, reject any
+        other (never submitted, or terminated and let go)."""
+        spec, i = self.spec, action.arg
+        want = bool(spec.accepts(spec.view(before), i))
+        if claims_accepted(event) == want:
+            return
+        who = f"r{i} (request {event.get('request')})" if i < spec.num_requests else \
+            f"request {event.get('request')}, which never arrived"
+        if want:
+            self._fail("termination", f"the engine rejected a termination of r{i} the coordinator must accept",
+                       event, action, before, [explain_notice(spec, before, i)], ["termination_validated"])
+        self._fail("termination", f"the engine accepted a termination notice for {who}", event, action, before,
+                   [explain_notice(spec, before, i)], ["termination_validated"], [_NOTICE_NOTE])
 
     def _waiters(self, s: Any, f: int) -> list[int]:
         """Engine IDs of the requests blocked waiting via flight ``f`` (prefix coordination)."""
@@ -368,6 +389,16 @@ _PAYLOAD_PROPERTIES = {
     "evict": ["evicts_least_recently_used"],  # an engine rule the spec's pool abstracts away (recency.py)
     "fail": ["termination_validated"],
 }
+
+
+_NOTICE_NOTE = ("a termination notice for an ID the coordinator does not know must be rejected with nothing changed: "
+                "accepting it could end another request, or end one twice")
+
+
+def claims_accepted(event: dict) -> bool:
+    """Whether a ``notify`` event says the engine accepted the notice: ``"accepted": true``. The engine logs
+    only the notices it rejects (``"accepted": false``); a notice without the field counts as rejected."""
+    return event.get("accepted") is True
 
 
 def _shared_pages(spec: Any, event: dict, i: int, f: int, what: str) -> str | None:
