@@ -165,27 +165,33 @@ def register(app: typer.Typer) -> None:
             print_summary(record, console)
             if out is not None:
                 console.print(f"report: {out / 'report.md'}, results: {out / 'results.json'}", highlight=False)
-        value = record["score"]["score"]
-        if min_score is not None and value is not None and value < min_score:
-            raise typer.Exit(1)
+        _exit_by_score(record, min_score, "the mutants run")
+
+
+def _exit_by_score(record: dict, min_score: Optional[float], what: str) -> None:
+    """Exit 1 when the score is below ``min_score``; exit 2 when there is no score to compare with it
+    (nothing killed or survived: nothing to score is not a pass)."""
+    if min_score is None:
+        return
+    value = record["score"]["score"]
+    if value is None:
+        raise usage_error(f"--min-score {min_score:g}: nothing to score ({what} hold no mutant that was killed or "
+                          "survived)")
+    if value < min_score:
+        raise typer.Exit(1)
 
 
 def _report_saved(p, path: Path, out: Optional[Path], as_json: bool, console: Console, min_score: Optional[float],
                   meta: dict, run_meta: dict) -> None:
     """Re-score saved outcomes: those of mutants that still exist and are neither skipped nor equivalent now."""
-    from flightcheck.checks.mutate.report import build_record, format_markdown, print_summary
-    from flightcheck.checks.mutate.results import Outcome
+    from flightcheck.checks.inputs import InputError
+    from flightcheck.checks.mutate.report import build_record, format_markdown, print_summary, read_saved_results
 
     try:
-        text = path.read_text(encoding="utf-8")
-        if path.suffix == ".jsonl":
-            entries, saved_meta = [json.loads(line) for line in text.splitlines() if line.strip()], {}
-        else:
-            record = json.loads(text)
-            entries, saved_meta = record["mutants"], record.get("meta", {})
-        saved = {e["id"]: Outcome.from_json(e) for e in entries if e["status"] not in ("skipped", "equivalent")}
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise usage_error(f"--from-results {path}: not a results.json or results.jsonl of flightcheck mutate ({e})") from None
+        entries, saved_meta = read_saved_results(path)
+    except InputError as e:
+        raise usage_error(f"--from-results {e}") from None
+    saved = {o.id: o for o in entries if o.status not in ("skipped", "equivalent")}
     outcomes = [saved[m.id] for m in p.to_run if m.id in saved]
     current = {m.id for m in p.mutants}
     meta = dict(saved_meta, **meta, source=str(path), not_run=len(p.to_run) - len(outcomes),
@@ -206,9 +212,7 @@ def _report_saved(p, path: Path, out: Optional[Path], as_json: bool, console: Co
         print(json.dumps(record))
     else:
         print_summary(record, console)
-    value = record["score"]["score"]
-    if min_score is not None and value is not None and value < min_score:
-        raise typer.Exit(1)
+    _exit_by_score(record, min_score, f"the saved results in {path}")
 
 
 def _list(p, as_json: bool, console: Console) -> None:

@@ -14,18 +14,24 @@ For example::
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
+
+from flightcheck.checks.inputs import read_text_file, shown
 
 DEFAULT_PATH = Path(__file__).with_name("equivalent_mutants.toml")
 
 
 def parse_equivalents(text: str, name: str) -> dict[str, str]:
-    """ID -> reason; a ValueError naming the file and the entry for anything malformed."""
+    """ID -> reason; a ValueError naming the file and the entry for anything malformed (nesting too deep
+    for the TOML parser included)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{name}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise ValueError(f"{name}: not valid TOML here (nested too deeply)") from None
     unknown = set(data) - {"equivalent"}
     if unknown:
         raise ValueError(f"{name}: unexpected top-level key(s) {', '.join(sorted(unknown))}; expected [[equivalent]] tables")
@@ -40,18 +46,21 @@ def parse_equivalents(text: str, name: str) -> dict[str, str]:
         if not isinstance(ident, str) or not ident.strip():
             raise ValueError(f"{name}: entry {n}: 'id' must be a non-empty string")
         if not isinstance(reason, str) or not reason.strip():
-            raise ValueError(f"{name}: entry {n} ({ident}): 'reason' must say why the mutant is equivalent")
+            raise ValueError(f"{name}: entry {n} ({shown(ident)}): 'reason' must say why the mutant is equivalent")
         if ident in out:
-            raise ValueError(f"{name}: entry {n}: {ident} is listed twice")
+            raise ValueError(f"{name}: entry {n}: {shown(ident)} is listed twice")
         out[ident] = reason.strip()
     return out
 
 
 def load_equivalents(path: Path | None = None) -> dict[str, str]:
-    """The equivalence file at ``path`` (default: the project's own, beside this module); {} if absent."""
+    """The equivalence file at ``path`` (default: the project's own, beside this module); {} if the
+    default is absent. Read by the strict whole-file reader (a regular UTF-8 file of at most
+    :data:`~flightcheck.checks.inputs.MAX_DOCUMENT_BYTES`): anything else is a ValueError
+    (:class:`~flightcheck.checks.inputs.InputError`) naming the file."""
     path = DEFAULT_PATH if path is None else Path(path)
-    if not path.exists():
+    if not os.path.lexists(path):
         if path == DEFAULT_PATH:
             return {}
         raise ValueError(f"{path}: no such equivalence file")
-    return parse_equivalents(path.read_text(encoding="utf-8"), str(path))
+    return parse_equivalents(read_text_file(path, "an equivalence file (TOML)"), str(path))

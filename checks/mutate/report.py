@@ -14,6 +14,7 @@ For example::
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from typing import Any
 
@@ -22,8 +23,11 @@ from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
+from flightcheck.checks.inputs import (BOOL, COUNT, MAX_DOCUMENT_BYTES, SECONDS, STR, InputError, Kind,
+                                       check_fields, json_records, list_of, nullable, one_of, optional,
+                                       read_json_file, read_lines, record, required)
 from flightcheck.checks.mutate.plan import Plan
-from flightcheck.checks.mutate.results import KILLED, Outcome, score
+from flightcheck.checks.mutate.results import KILLED, STATUSES, Outcome, score
 from flightcheck.checks.mutate.skips import SKIP_RULES
 
 
@@ -157,3 +161,56 @@ def print_summary(record: dict[str, Any], console: Console, *, diffs: bool = Tru
     colour = "green" if sc["survived"] == 0 else "yellow"
     console.print(f"[{colour}]mutation score {_score_text(sc['score'])}[/]: {sc['killed']} killed, "
                   f"{sc['survived']} survived, {sc['equivalent']} equivalent, {sc['skipped']} skipped", highlight=False)
+
+
+# --- reading saved results back (``flightcheck mutate --from-results``) -----------------------------------
+# A failed row of a killed mutant (results.Kill): exactly its fields.
+KILL = record({"stage": required(STR), "item": required(STR), "detail": required(STR),
+               "properties": optional(list_of(STR)), "run_length": optional(nullable(COUNT)),
+               "rules": optional(list_of(STR))}, closed=True)
+# One mutant of results.json's "mutants" or one line of results.jsonl: what Outcome.from_json reads (the
+# mutant's own fields beside it are allowed and ignored).
+OUTCOME_FIELDS = {"id": required(STR), "status": required(one_of(*STATUSES)), "seconds": optional(SECONDS),
+                  "reason": optional(STR), "kills": optional(list_of(KILL)), "imported": optional(nullable(BOOL))}
+# The saved run's meta that the report reads (the rest is kept as it is).
+META = record({"seconds": optional(SECONDS), "baseline_seconds": optional(SECONDS),
+               "timeout": optional(nullable(SECONDS)), "command": optional(STR), "date": optional(STR),
+               "stages": optional(list_of(STR)), "files": optional(list_of(STR)), "operators": optional(list_of(STR)),
+               "quick": optional(nullable(BOOL)), "jobs": optional(nullable(COUNT)), "seconds_summed": optional(BOOL),
+               "all_rows": optional(nullable(BOOL)), "sample": optional(nullable(COUNT)), "seed": optional(nullable(Kind(
+                   "an integer", lambda v: isinstance(v, int) and not isinstance(v, bool))))})
+RESULTS = record({"mutants": required(list_of(record(OUTCOME_FIELDS))), "meta": optional(META)})
+
+
+def read_saved_results(path: str | os.PathLike[str]) -> tuple[list[Outcome], dict[str, Any]]:
+    """The outcomes and the meta of a saved run: a ``results.json`` (one JSON object) or an interrupted
+    run's ``results.jsonl`` (one mutant a line, no meta), read by the strict readers
+    (:mod:`flightcheck.checks.inputs`: a regular UTF-8 file within its size, JSON nested at most
+    :data:`~flightcheck.checks.inputs.MAX_JSON_DEPTH` deep) and checked field by field. Raises
+    :class:`~flightcheck.checks.inputs.InputError` naming the file, the line and the field; an empty
+    file is one too (nothing saved is nothing to score).
+
+    For example::
+
+        >>> import json, tempfile
+        >>> with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+        ...     _ = f.write(json.dumps({"id": "m1", "status": "survived"}) + "\\n")
+        >>> [o.status for o in read_saved_results(f.name)[0]]
+        ['survived']
+        >>> os.unlink(f.name)
+    """
+    source = str(path)
+    what = "a results.json or results.jsonl of flightcheck mutate"
+    if source.endswith(".jsonl"):
+        lines = read_lines(path, "mutation results (results.jsonl)", max_bytes=MAX_DOCUMENT_BYTES)
+        entries = json_records(lines, source, what)
+        for number, entry in entries:
+            found = check_fields(entry, OUTCOME_FIELDS)
+            if found is not None:
+                raise InputError(source, number, found[0], f"{found[1]}: not {what}")
+        return [Outcome.from_json(e) for _n, e in entries], {}
+    obj = read_json_file(path, what)
+    found = RESULTS.problem(obj)
+    if found is not None:
+        raise InputError(source, None, found[0].lstrip(".") or None, f"{found[1]}: not {what}")
+    return [Outcome.from_json(e) for e in obj["mutants"]], dict(obj.get("meta") or {})
