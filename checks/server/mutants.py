@@ -1,0 +1,82 @@
+"""Server bugs planted in-process (monkeypatches of ``impl/server/``), for showing that the campaign catches them.
+
+The campaign runs the server in this process, so a patched function is what it serves. Each mutant is a
+context manager that patches one function of the app or the engine loop and restores it on exit:
+
+- ``stream-disconnect-not-aborted``: a streaming reply whose client went away is counted, but its
+  request is not aborted (it runs to ``max_tokens`` for nobody): the bug the held-out suite planted;
+- ``stream-left-open``: a stream whose request ended sends its last chunk but never ``[DONE]`` and
+  never closes;
+- ``abort-lost``: the engine loop drops every abort a handler asks for (``EngineLoop.abort_soon``), so
+  neither a stream's nor a whole reply's disconnect reaches the engine.
+
+For example::
+
+    >>> sorted(SERVER_MUTANTS)
+    ['abort-lost', 'stream-disconnect-not-aborted', 'stream-left-open']
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+
+@contextlib.contextmanager
+def _patched(owner: Any, name: str, replacement: Any) -> Iterator[None]:
+    original = getattr(owner, name)
+    setattr(owner, name, replacement)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+def stream_disconnect_not_aborted() -> contextlib.AbstractContextManager:
+    """``_Reply.close`` counts how a stream closed but never aborts a request whose client left."""
+    from flightcheck.impl.server.app import _Reply
+
+    def close(self: Any, how: str) -> None:
+        if self.how is not None:
+            return
+        self.how = how
+        self.app.metrics.streams.labels(how).inc()
+
+    return _patched(_Reply, "close", close)
+
+
+def stream_left_open() -> contextlib.AbstractContextManager:
+    """``_Reply.events`` holds the stream open instead of sending ``[DONE]``."""
+    from flightcheck.impl.server.app import _Reply
+
+    original = _Reply.events
+
+    async def events(self: Any, out: asyncio.Queue) -> Any:
+        async for piece in original(self, out):
+            if piece.startswith("data: [DONE]"):
+                await asyncio.Event().wait()  # until the client gives up (cancelled then)
+            yield piece
+
+    return _patched(_Reply, "events", events)
+
+
+def abort_lost() -> contextlib.AbstractContextManager:
+    """``EngineLoop.abort_soon`` does nothing: every abort a handler asks for is lost."""
+    from flightcheck.impl.server.loop import EngineLoop
+
+    def abort_soon(self: Any, request_id: int) -> None:
+        return None
+
+    return _patched(EngineLoop, "abort_soon", abort_soon)
+
+
+# name -> (a context manager factory, the property the campaign must report)
+SERVER_MUTANTS = {
+    "stream-disconnect-not-aborted": (stream_disconnect_not_aborted, "disconnect_aborts"),
+    "stream-left-open": (stream_left_open, "stream_ends"),
+    "abort-lost": (abort_lost, "disconnect_aborts"),
+}
+
+__all__ = ["SERVER_MUTANTS", "abort_lost", "stream_disconnect_not_aborted", "stream_left_open"]
