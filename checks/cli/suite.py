@@ -77,6 +77,7 @@ STAGES: list[tuple[str, str, bool]] = [
     ("prove", "flightcheck.checks.cli.stages:prove_stage", False),
     ("equiv", "flightcheck.checks.cli.stages:equiv_stage", False),
     ("conform", "flightcheck.checks.cli.stages:conform_stage", False),
+    ("server", "flightcheck.checks.server.campaign:server_stage", False),
     ("smollm2", "flightcheck.checks.cli.stages:real_model_stage", True),
     ("workload", "flightcheck.checks.cli.stages:workload_stage", False),
 ]
