@@ -76,7 +76,9 @@ def _gib(num_bytes: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
-    """How the engine schedules, shares and coordinates.
+    """How the engine schedules, shares and coordinates. Every value is checked here, type and range (the
+    limits at the top of this module); a bad one raises ``InvalidConfigError`` naming the knob, the value
+    and the limit.
 
     - ``coordination``: "none" (every request computes what the cache lacks), "single-flight"
       (identical inputs wait for one leader) or "prefix" (single-flight, and a new leader whose prompt
@@ -90,14 +92,15 @@ class EngineConfig:
       "release-all" (every follower computes what is not cached) or "promote" (the first follower
       leads the flight, the others keep waiting);
     - ``prefix_caching``: off means no lookups and no publication (the baseline for output equality);
-    - ``max_running``: the capacity bound on requests in prefill or decode;
-    - ``prefill_chunk_pages``: the prefill token budget of one step, in whole pages;
-    - ``num_pages``: KV pages in the pool (16 tokens each);
-    - ``max_context``: the longest sequence (prompt + output), None for the model's own limit;
+    - ``max_running``: the capacity bound on requests in prefill or decode (at most 1024);
+    - ``prefill_chunk_pages``: the prefill token budget of one step, in whole pages (at most 65536);
+    - ``num_pages``: KV pages in the pool (16 tokens each; the pool may take at most half the machine's
+      memory, checked against the model's bytes per page);
+    - ``max_context``: the longest sequence (prompt + output), None for the model's own limit (at most 2**20);
     - ``follower_wait_bound``: a follower blocked for more than this many steps expires: it leaves the
-      flight and computes for itself (None: wait for the flight, the default);
+      flight and computes for itself (None: wait for the flight, the default; at most 100000);
     - ``min_shared_pages``: under "prefix", the fewest shared pages worth waiting for (ignored otherwise);
-    - ``seed``: the base of per-request seeds when a request gives none.
+    - ``seed``: the base of per-request seeds when a request gives none (0 to 2**63 - 1).
     """
 
     coordination: str = "single-flight"
