@@ -97,10 +97,13 @@ MAX_SECONDS = 10**9
 # A trace timestamp in milliseconds: the same span as MAX_SECONDS.
 MAX_TIMESTAMP_MS = MAX_SECONDS * 1000
 # A conformance program (conform --replay): generated ones have at most 28 operations and the corpus'
-# longest 29 operations and 42 steps; the monitor checks every step, a few ms each on the tiny model,
-# so 2,000 operations and 2,000 steps in all are a run of seconds, not hours.
+# longest 29 operations and 42 steps; the monitor checks every step (5 to 20 ms each on the tiny model,
+# growing with the requests arrived), so 2,000 operations, 1,000 steps (and the runner's 300 drain
+# steps) and 64 arrivals (Hypothesis campaigns stop at 6; the spec grows with each) are a run of
+# seconds to a minute, not hours.
 MAX_PROGRAM_OPS = 2000
-MAX_PROGRAM_STEPS = 2000
+MAX_PROGRAM_STEPS = 1000
+MAX_PROGRAM_ARRIVALS = 64
 # A counterexample path to replay: the explorer's are at most a few dozen actions (the longest of the
 # README's variants is 10); each action is one engine call under the monitor.
 MAX_PATH_ACTIONS = 1000
@@ -112,10 +115,10 @@ MAX_TEMPLATES = 64
 # pool's memory is bounded by MAX_KV_POOL_BYTES as well, per model.
 MAX_ENGINE_PAGES = 4096
 MAX_KV_POOL_BYTES = 2 * (1 << 30)
-# A sampling temperature: 0 is greedy; a positive one divides the logits, so one below MIN_TEMPERATURE
-# overflows them to infinity (no distribution is left), and above MAX_TEMPERATURE every token is as
-# likely as any other already. Generated programs use 0 and 0.8.
-MIN_TEMPERATURE = 1e-3
+# A sampling temperature: 0 is greedy; a positive one divides the logits, so near 0 they overflow (the
+# engine refuses below 1e-6), and 100 is far past any useful value (OpenAI's API stops at 2). The same
+# range as the engine's SamplingParams, so that a program's arrival is never refused by the engine.
+MIN_TEMPERATURE = 1e-6
 MAX_TEMPERATURE = 100.0
 # A label or other free text of a program: shown in one line of a report.
 MAX_LABEL_CHARS = 200

@@ -89,6 +89,7 @@ def register(app: typer.Typer) -> None:
 
         console = Console(stderr=as_json)
         stages = tuple(_check_stage(s) for s in (stage or ENGINE_STAGES))
+        saved = _read_saved(from_results) if from_results is not None else None  # bad input first, before the plan
         try:
             targets = [resolve_target(f) for f in (file or DEFAULT_FILES)]
             ops = tuple(operator or DEFAULT_OPERATORS)
@@ -104,8 +105,8 @@ def register(app: typer.Typer) -> None:
         if list_only:
             _list(p, as_json, console)
             return
-        if from_results is not None:
-            _report_saved(p, from_results, out, as_json, console, min_score,
+        if saved is not None:
+            _report_saved(p, from_results, saved, out, as_json, console, min_score,
                           {"files": [t.file for t in targets], "operators": list(ops),
                            "equivalence_file": str(equivalent or DEFAULT_PATH)},
                           {"stages": list(stages), "quick": quick})
@@ -181,16 +182,24 @@ def _exit_by_score(record: dict, min_score: Optional[float], what: str) -> None:
         raise typer.Exit(1)
 
 
-def _report_saved(p, path: Path, out: Optional[Path], as_json: bool, console: Console, min_score: Optional[float],
-                  meta: dict, run_meta: dict) -> None:
-    """Re-score saved outcomes: those of mutants that still exist and are neither skipped nor equivalent now."""
+def _read_saved(path: Path) -> tuple[list, dict]:
+    """The outcomes and meta of ``--from-results FILE`` (:func:`~flightcheck.checks.mutate.report.read_saved_results`),
+    or a usage error (exit 2) naming the file, the line and the field."""
     from flightcheck.checks.inputs import InputError
-    from flightcheck.checks.mutate.report import build_record, format_markdown, print_summary, read_saved_results
+    from flightcheck.checks.mutate.report import read_saved_results
 
     try:
-        entries, saved_meta = read_saved_results(path)
+        return read_saved_results(path)
     except InputError as e:
         raise usage_error(f"--from-results {e}") from None
+
+
+def _report_saved(p, path: Path, read: tuple[list, dict], out: Optional[Path], as_json: bool, console: Console,
+                  min_score: Optional[float], meta: dict, run_meta: dict) -> None:
+    """Re-score saved outcomes: those of mutants that still exist and are neither skipped nor equivalent now."""
+    from flightcheck.checks.mutate.report import build_record, format_markdown, print_summary
+
+    entries, saved_meta = read
     saved = {o.id: o for o in entries if o.status not in ("skipped", "equivalent")}
     outcomes = [saved[m.id] for m in p.to_run if m.id in saved]
     current = {m.id for m in p.mutants}

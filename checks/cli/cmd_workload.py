@@ -40,7 +40,7 @@ def _resolve(trace: str) -> Path:
     from flightcheck.checks.workload.trace import shared_trace_path
 
     path = Path(trace)
-    if path.is_dir():
+    if os.path.isdir(path):  # os.path's tests answer False for a name too long, where Path's raise
         raise _fail(f"{printable(trace)}: is a directory, not a trace file")
     if os.path.lexists(path):
         return path  # a file, or something that is not one: the strict reader says which

@@ -23,7 +23,8 @@ Programs are plain data (JSON), so a failing run is one file that ``flightcheck 
 runs again, and the corpus of :mod:`flightcheck.checks.conform.corpus` is a list of them.
 
 Reading one back is strict (:func:`parse_program`, :func:`read_program`): every field of the setup and
-every argument of every operation is checked, with its bounds (:mod:`flightcheck.checks.inputs`), and a
+every argument of every operation is checked, with its bounds (:mod:`flightcheck.checks.inputs`: the
+operations, steps and arrivals of a program are bounded too), and a
 failure is an :class:`~flightcheck.checks.inputs.InputError` naming the field (``setup.templates[0].tokens[3]``,
 ``ops[4][1]``). An operation naming no template, or a kind or call not in its list, is an error, never
 skipped; so is a program whose steps add up to more than
@@ -50,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flightcheck.checks.inputs import (BOOL, COUNT, MAX_ENGINE_PAGES, MAX_KV_POOL_BYTES, MAX_LABEL_CHARS,
-                                       MAX_PROGRAM_OPS, MAX_PROGRAM_STEPS, MAX_REQUEST_TOKENS, MAX_TEMPERATURE,
+                                       MAX_PROGRAM_ARRIVALS, MAX_PROGRAM_OPS, MAX_PROGRAM_STEPS, MAX_REQUEST_TOKENS, MAX_TEMPERATURE,
                                        MAX_TEMPLATES, MIN_TEMPERATURE, POSITIVE, STR, Field, InputError, Kind,
                                        at_most, check_fields, list_of, nullable, one_of, optional, read_json_file,
                                        record, required, shown)
@@ -289,7 +290,7 @@ def parse_program(obj: Any, source: str = "<program>", line_number: int | None =
     ops = obj["ops"]
     if len(ops) > MAX_PROGRAM_OPS:
         raise fail("ops", f"holds {len(ops):,} operations, more than {MAX_PROGRAM_OPS:,} (MAX_PROGRAM_OPS)")
-    steps = 0
+    steps = arrivals = 0
     for n, op in enumerate(ops):
         _check_op(op, n, len(templates), fail)
         if op[0] == "step":
@@ -297,6 +298,11 @@ def parse_program(obj: Any, source: str = "<program>", line_number: int | None =
             if steps > MAX_PROGRAM_STEPS:
                 raise fail(f"ops[{n}][1]", f"the program's steps add up to more than {MAX_PROGRAM_STEPS:,} "
                                            "(MAX_PROGRAM_STEPS)")
+        elif op[0] == "arrive":
+            arrivals += 1
+            if arrivals > MAX_PROGRAM_ARRIVALS:
+                raise fail(f"ops[{n}]", f"the program has more than {MAX_PROGRAM_ARRIVALS} arrivals "
+                                        "(MAX_PROGRAM_ARRIVALS)")
     setup = Setup(config, templates, s.get("scenario"), policy, s.get("eos_template"), s.get("stop_template"))
     return Program(setup, tuple(tuple(op) for op in ops))
 
