@@ -193,3 +193,74 @@ def test_a_prefill_budget_shared_between_requests_validates():
     assert report.diagnosis.reasons == ["num_units: engine 5, spec 3", "first_token: engine True, spec False",
                                        "num_tokens: engine 70, spec 48"]
     assert first["num_units"] == 5
+
+
+def notice_log(accepted):
+    """A burst run, then a termination notice for request 0 (finished: the engine rejects and logs it), with
+    the notice's ``accepted`` set to ``accepted`` (None: the field left out)."""
+    from flightcheck.impl.errors import UnknownRequestError
+
+    engine = Engine.tiny(CONFIG)
+    for _ in range(2):
+        engine.add_request(PROMPT, SamplingParams(max_tokens=3))
+    engine.run()
+    with pytest.raises(UnknownRequestError):
+        engine.notify_termination(0)
+    events = [dict(e) for e in engine.events.events]
+    notice = events[-1]
+    assert notice["action"] == "notify" and notice["accepted"] is False
+    if accepted is None:
+        del notice["accepted"]
+    else:
+        notice["accepted"] = accepted
+    return events
+
+
+@pytest.mark.parametrize("accepted", [False, None])
+def test_a_rejected_notice_for_a_terminated_request_validates(accepted):
+    report = validate_events(notice_log(accepted), policy_of(CONFIG))
+    assert report.ok, report.diagnosis.format()
+
+
+def test_a_log_claiming_a_notice_for_a_terminated_request_was_accepted_is_a_mismatch():
+    report = validate_events(notice_log(True), policy_of(CONFIG))
+    assert not report.ok and report.diagnosis.kind == "termination"
+    assert report.diagnosis.summary == "the engine accepted a termination notice for r0 (request 0)"
+    assert report.diagnosis.reasons == ["r0 is finished and its termination was already taken: the coordinator no "
+                                        "longer knows it, and rejects the notice"]
+    assert report.diagnosis.properties == ["termination_validated"]
+
+
+@pytest.mark.parametrize("before_any_arrival", [False, True])
+def test_a_log_claiming_a_notice_for_an_unknown_request_was_accepted_is_a_mismatch(before_any_arrival):
+    arrive = {"seq": 0, "action": "arrive", "request": 0, "role": "leader", "flight": 0, "input": "ab",
+              "num_tokens": 40}
+    notice = {"seq": 0 if before_any_arrival else 1, "action": "notify", "request": 999, "accepted": True}
+    events = [notice] if before_any_arrival else [arrive, notice]
+    report = validate_events(events, policy_of(CONFIG))
+    assert not report.ok and report.diagnosis.kind == "termination"
+    assert report.diagnosis.summary == "the engine accepted a termination notice for request 999, which never arrived"
+    assert report.diagnosis.properties == ["termination_validated"]
+    assert validate_events([dict(e, accepted=False) if e is notice else e for e in events], policy_of(CONFIG)).ok
+
+
+def test_a_notice_for_a_live_request_names_the_claim():
+    arrive = {"seq": 0, "action": "arrive", "request": 0, "role": "leader", "flight": 0, "input": "ab",
+              "num_tokens": 40}
+    for accepted, note in ((True, "the engine logged a notice it accepted for a live request"),
+                           (False, "the engine rejected the termination of a live request")):
+        report = validate_events([arrive, {"seq": 1, "action": "notify", "request": 0, "accepted": accepted}],
+                                 policy_of(CONFIG))
+        assert not report.ok and report.diagnosis.kind == "disabled"
+        assert report.diagnosis.reasons == ["r0 is live (waiting): its termination is not a notification"]
+        assert any(n.startswith(note) for n in report.diagnosis.notes), report.diagnosis.notes
+
+
+def test_cli_validate_exits_1_on_a_claimed_acceptance(tmp_path):
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in notice_log(True)))
+    r = CliRunner().invoke(app, ["validate", str(path), "--capacity", "2", "--chunk", "1"])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert "[termination] the engine accepted a termination notice for r0" in flat(r.output)
+    path.write_text("".join(json.dumps(e) + "\n" for e in notice_log(False)))
+    assert CliRunner().invoke(app, ["validate", str(path), "--capacity", "2", "--chunk", "1"]).exit_code == 0

@@ -114,3 +114,41 @@ def test_a_bad_event_names_its_line_and_field(bad, field):
     with pytest.raises(TraceError) as raised:
         events_to_trace(EVENTS.split("\n")[:8] + [bad])
     assert (raised.value.line_number, raised.value.field) == (9, field)
+
+
+@pytest.mark.parametrize("changes, field, fragment", [
+    ({"timestamp": 10**400}, "timestamp", "must be at most 1,000,000,000,000 ms"),
+    ({"timestamp": 1e13}, "timestamp", "must be at most"),
+    ({"input_length": 2**24 + 1}, "input_length", "must be at most 16,777,216 tokens"),
+    ({"output_length": 10**30}, "output_length", "must be at most"),
+    ({"hash_ids": [0, -2**63 - 1]}, "hash_ids", "position 1 must fit in 64 bits"),
+    ({"hash_ids": [0] * (2**16 + 1)}, "hash_ids", "holds 65,537 ids, more than the 65,536"),
+])
+def test_a_value_past_its_limit_names_the_field(changes, field, fragment):
+    with pytest.raises(TraceError) as info:
+        parse_trace_lines([line(), line(**changes)], source="t.jsonl")
+    assert (info.value.line_number, info.value.field) == (2, field)
+    assert fragment in info.value.message
+
+
+def test_the_limits_hold_the_largest_values_they_allow():
+    from flightcheck.checks.inputs import MAX_HASH_IDS, MAX_TIMESTAMP_MS, MAX_TRACE_TOKENS
+
+    trace = parse_trace_lines([line(timestamp=MAX_TIMESTAMP_MS, input_length=MAX_TRACE_TOKENS,
+                                    hash_ids=[2**63 - 1, -2**63] + [0] * (MAX_HASH_IDS - 2))])
+    assert trace.requests[0].timestamp_ms == float(MAX_TIMESTAMP_MS) and trace.num_block_lookups == MAX_HASH_IDS
+
+
+def test_the_blocks_of_a_trace_and_of_a_converted_log_are_bounded_in_all(monkeypatch):
+    from flightcheck.checks.workload import trace as trace_module
+
+    monkeypatch.setattr(trace_module, "MAX_TRACE_BLOCKS", 5)
+    assert parse_trace_lines([line(hash_ids=[1, 2, 3]), line(hash_ids=[1, 2])]).num_block_lookups == 5
+    with pytest.raises(TraceError, match="line 3, field 'hash_ids': the trace's hash ids add up to more than 5"):
+        parse_trace_lines([line(hash_ids=[1, 2, 3]), line(hash_ids=[1, 2]), line(hash_ids=[1])], source="t")
+    arrive = {"action": "arrive", "request": 0, "input": "a", "num_tokens": 48, "t": 0.0}
+    log = [json.dumps(arrive), json.dumps(arrive | {"request": 1, "input": "b", "num_tokens": 40})]
+    with pytest.raises(TraceError, match="line 2, field 'num_tokens': the requests' blocks of 16 tokens add up"):
+        events_to_trace(log, source="e")
+    with pytest.raises(TraceError, match="field 'num_tokens': must be at most 16,384"):
+        events_to_trace([json.dumps(arrive | {"num_tokens": 10**10})], source="e")
