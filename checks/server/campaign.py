@@ -26,7 +26,7 @@ from flightcheck.checks.server.harness import PROPERTIES, Outcome, run_program
 from flightcheck.checks.server.program import Program, random_program
 
 QUICK_PROGRAMS = 6    # seeds 0..5 under --quick (about a second each here)
-FULL_PROGRAMS = 30    # seeds 0..29 otherwise
+FULL_PROGRAMS = 40    # seeds 0..39 otherwise
 MAX_SHRINK_S = 30.0   # the most a failing program is shrunk in the stage, whatever ctx.shrink_seconds says
 
 
@@ -45,7 +45,8 @@ def shrink(outcome: Outcome, seconds: float, run: Callable[[Program], Outcome] =
         if target in tried.properties:
             best = tried
     if best is not outcome:
-        origin = f"{outcome.program.origin}, shrunk from {len(outcome.program.clients)} to {len(best.program.clients)} clients"
+        origin = (f"{outcome.program.origin}, shrunk from {len(outcome.program.clients)} to "
+                  f"{len(best.program.clients)} clients")
         best.program = Program(best.program.seed, best.program.config, best.program.clients, origin)
     return best
 
@@ -85,7 +86,8 @@ def _row(outcome: Outcome, item: str, seconds: float, saved: Path | None) -> Any
     if len(outcome.violations) > 1:
         detail += f" (and {len(outcome.violations) - 1} more)"
     if saved is not None:
-        detail += f"; program ({outcome.program.origin}) saved to {saved} (python -m flightcheck.checks.server --replay {saved})"
+        detail += (f"; program ({outcome.program.origin}) saved to {saved} "
+                   f"(python -m flightcheck.checks.server --replay {saved})")
         evidence["saved"] = str(saved)
     evidence["report"] = outcome.report()
     return Row("server", item, False, detail, seconds, evidence)

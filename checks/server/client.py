@@ -72,7 +72,8 @@ class Response:
         return next((e["flightcheck"] for e in self.events if isinstance(e, dict) and e.get("flightcheck")), None)
 
 
-def request_bytes(path: str, body: bytes, host: str, *, content_length: int | None = None, method: str = "POST") -> bytes:
+def request_bytes(path: str, body: bytes, host: str, *, content_length: int | None = None,
+                  method: str = "POST") -> bytes:
     """A whole HTTP/1.1 request with ``Connection: close`` (``content_length`` may lie, to truncate a body)."""
     length = len(body) if content_length is None else content_length
     head = (f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"

@@ -40,7 +40,7 @@ from flightcheck.checks.server.program import TAG_BASE, Client, Program
 # uvicorn's event loop, Starlette's cancellation and the engine loop's command queue while the engine
 # keeps stepping. A few steps' worth, generous for a loaded machine; a missed abort runs 100+ on.
 TOKENS_AFTER_DISCONNECT = 32
-END_GRACE_S = 3.0          # a stream still open this long after its request terminated was left open
+END_GRACE_S = 5.0          # a stream still open this long after its request terminated was left open
 POLL_S = 0.25              # how often a waiting client looks at its request
 HEAD_TIMEOUT_S = 30.0      # the longest wait for a response's headers
 IDLE_TIMEOUT_S = 15.0      # the longest wait for the server to be idle once every client is done
@@ -97,6 +97,7 @@ class _Seen:
     """What the event log told about one request, as it happened (written on the engine thread)."""
 
     tag: int | None
+    role: str = "?"
     tokens: int = 0
     end: str | None = None          # "finish:length", "abort", "fail"
     ended_at: float | None = None   # time.monotonic() of the terminal event
@@ -117,7 +118,7 @@ class Watcher:
             if action == "arrive":
                 record = self.engine.scheduler.requests.get(rid)
                 tag = getattr(getattr(record, "sampling", None), "seed", None)
-                self.requests[rid] = _Seen(tag)
+                self.requests[rid] = _Seen(tag, str(event.get("role")))
                 if tag is not None:
                     self.by_tag[tag] = rid
                 return
@@ -266,6 +267,8 @@ async def _act(run: _ClientRun, conn: Connection, server: Any, watcher: Watcher)
         await asyncio.sleep(c.delay_ms / 1000)
         _go_away(run, conn, watcher)
         return
+    if c.behaviour == "pause" and c.chunks == 0:  # not a byte read yet: the reply piles up in the socket
+        await asyncio.sleep(c.pause_ms / 1000)
     if c.behaviour == "half-close":
         conn.half_close()
         run.closed_at = time.monotonic()
@@ -300,7 +303,7 @@ async def _act(run: _ClientRun, conn: Connection, server: Any, watcher: Watcher)
         if c.behaviour == "disconnect-after" and num_chunks >= c.chunks and response.ended == "open":
             _go_away(run, conn, watcher)
             return
-        if c.behaviour == "pause" and num_chunks >= c.chunks and not paused:
+        if c.behaviour == "pause" and c.chunks and num_chunks >= c.chunks and not paused:
             paused = True
             await asyncio.sleep(c.pause_ms / 1000)
 
@@ -408,7 +411,8 @@ def _check_outputs(runs: list[_ClientRun], watcher: Watcher, results: dict[int, 
                 if not c.truncate:
                     out.append(Violation("malformed_refused", c.index, "no response to a malformed body"))
             elif not 400 <= r.status < 500:
-                out.append(Violation("malformed_refused", c.index, f"status {r.status} for a malformed body, not a 4xx"))
+                out.append(Violation("malformed_refused", c.index,
+                                     f"status {r.status} for a malformed body, not a 4xx"))
             elif not (isinstance(r.body, dict) and isinstance(r.body.get("error"), dict)
                       and {"message", "type", "param", "code"} <= set(r.body["error"])):
                 out.append(Violation("malformed_refused", c.index, f"the {r.status} is not OpenAI's error shape: "
@@ -424,9 +428,10 @@ def _check_outputs(runs: list[_ClientRun], watcher: Watcher, results: dict[int, 
                 after.append(extra)
             if run.live_at_close and extra > TOKENS_AFTER_DISCONNECT:
                 out.append(Violation("disconnect_aborts", c.index,
-                                     f"request {rid} was live with {run.tokens_at_close} token(s) when its client went "
-                                     f"away, and produced {extra} more (ending {seen.end}, {seen.tokens} in all), more "
-                                     f"than the {TOKENS_AFTER_DISCONNECT} a prompt abort allows"))
+                                     f"request {rid} ({seen.role}) was live with {run.tokens_at_close} token(s) "
+                                     f"when its client went away, and produced {extra} more (ending {seen.end}, "
+                                     f"{seen.tokens} in all), more than the {TOKENS_AFTER_DISCONNECT} a prompt "
+                                     "abort allows"))
             if c.behaviour == "half-close" and r.ended == "done":
                 out += _compare(c, r, rid, result)
             continue

@@ -8,12 +8,14 @@ context manager that patches one function of the app or the engine loop and rest
 - ``stream-left-open``: a stream whose request ended sends its last chunk but never ``[DONE]`` and
   never closes;
 - ``abort-lost``: the engine loop drops every abort a handler asks for (``EngineLoop.abort_soon``), so
-  neither a stream's nor a whole reply's disconnect reaches the engine.
+  neither a stream's nor a whole reply's disconnect reaches the engine;
+- ``follower-abort-lost``: the engine loop drops the abort of a follower (a client of a flight that is
+  not its leader): the abort lost in a race with the flight's release.
 
 For example::
 
     >>> sorted(SERVER_MUTANTS)
-    ['abort-lost', 'stream-disconnect-not-aborted', 'stream-left-open']
+    ['abort-lost', 'follower-abort-lost', 'stream-disconnect-not-aborted', 'stream-left-open']
 """
 
 from __future__ import annotations
@@ -72,11 +74,36 @@ def abort_lost() -> contextlib.AbstractContextManager:
     return _patched(EngineLoop, "abort_soon", abort_soon)
 
 
+def follower_abort_lost() -> contextlib.AbstractContextManager:
+    """The engine loop drops the abort of a request whose role is follower (an abort lost in the race with
+    its flight's release: the client's disconnect is noticed, the abort never reaches the engine)."""
+    from flightcheck.impl.errors import UnknownRequestError
+    from flightcheck.impl.server.loop import EngineLoop, ServerError
+
+    def abort_soon(self: Any, request_id: int) -> None:
+        def abort(engine: Any) -> None:
+            request = engine.scheduler.requests.get(request_id)
+            if request is not None and request.role == "follower":
+                return  # lost
+            try:
+                engine.abort(request_id)
+            except UnknownRequestError:
+                pass
+
+        try:
+            self._put(abort, None)
+        except ServerError:
+            pass
+
+    return _patched(EngineLoop, "abort_soon", abort_soon)
+
+
 # name -> (a context manager factory, the property the campaign must report)
 SERVER_MUTANTS = {
     "stream-disconnect-not-aborted": (stream_disconnect_not_aborted, "disconnect_aborts"),
     "stream-left-open": (stream_left_open, "stream_ends"),
     "abort-lost": (abort_lost, "disconnect_aborts"),
+    "follower-abort-lost": (follower_abort_lost, "disconnect_aborts"),
 }
 
-__all__ = ["SERVER_MUTANTS", "abort_lost", "stream_disconnect_not_aborted", "stream_left_open"]
+__all__ = ["SERVER_MUTANTS", "abort_lost", "follower_abort_lost", "stream_disconnect_not_aborted", "stream_left_open"]

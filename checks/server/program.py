@@ -71,7 +71,7 @@ class Client:
     ``behaviour``: "read" (to the end), "disconnect-after" (close after ``chunks`` events),
     "disconnect-after-headers", "disconnect-before-response" (close ``delay_ms`` after sending),
     "half-close" (shut the sending side after the request, keep reading), "pause" (stop reading for
-    ``pause_ms`` after ``chunks`` events, then read to the end).
+    ``pause_ms`` after ``chunks`` events, or before reading anything when ``chunks`` is 0, then read to the end).
     """
 
     index: int
@@ -118,7 +118,7 @@ class Client:
         return json.dumps(body).encode()
 
     def describe(self) -> str:
-        """One line for a person: ``client 3 (stream, disconnect after 2 chunks, burst A, max_tokens 180, at 40 ms)``."""
+        """One line for a person: ``client 3 (stream, disconnects after 2 chunk(s), burst A, ...)``."""
         if self.kind == "malformed":
             what = f"malformed body {self.body!r:.60}" + (" (truncated, then closed)" if self.truncate else "")
             return f"client {self.index} ({what}, at {self.at_ms} ms)"
@@ -126,7 +126,8 @@ class Client:
                "disconnect-after-headers": "disconnects after the headers",
                "disconnect-before-response": f"disconnects {self.delay_ms} ms after sending",
                "half-close": "half-closes after sending",
-               "pause": f"stops reading for {self.pause_ms} ms after {self.chunks} chunk(s)"}[self.behaviour]
+               "pause": f"stops reading for {self.pause_ms} ms after {self.chunks} chunk(s)" if self.chunks
+               else f"reads nothing for {self.pause_ms} ms"}[self.behaviour]
         sampled = "" if self.is_greedy else f", temperature {self.temperature}"
         return (f"client {self.index} ({self.kind}, {how}, {self.group}, {len(self.prompt)} prompt tokens, "
                 f"max_tokens {self.max_tokens}{sampled}, at {self.at_ms} ms)")
@@ -221,7 +222,7 @@ def random_program(seed: int) -> Program:
     # A burst of identical prompts at one instant: readers and at least one that goes away.
     at = rng.randint(0, 150)
     size = rng.randint(3, 4)
-    leaving = rng.sample(range(size), rng.randint(1, 2))
+    leaving = rng.sample(range(size), 2)  # two: when a flight forms, one of them is a follower
     for k in range(size):
         if k in leaving:
             add(at_ms=at, kind="stream", behaviour="disconnect-after", prompt=burst, max_tokens=long_tokens(),
@@ -231,8 +232,8 @@ def random_program(seed: int) -> Program:
                 include_usage=rng.random() < 0.5, group="burst A")
     # Prompts that share a document (prefix sharing), one of which goes away after its headers.
     for q in range(rng.randint(1, 2)):
-        add(at_ms=rng.randint(0, 400), kind=rng.choice(("stream", "whole")), prompt=doc + _tokens(rng, rng.randint(3, 20)),
-            max_tokens=rng.randint(4, 24), group=f"doc+q{q}")
+        add(at_ms=rng.randint(0, 400), kind=rng.choice(("stream", "whole")),
+            prompt=doc + _tokens(rng, rng.randint(3, 20)), max_tokens=rng.randint(4, 24), group=f"doc+q{q}")
     add(at_ms=rng.randint(0, 400), kind="stream", behaviour="disconnect-after-headers",
         prompt=doc + _tokens(rng, rng.randint(3, 20)), max_tokens=long_tokens(), group="doc+qx")
     add(at_ms=rng.randint(0, 400), kind="stream", behaviour="disconnect-after", prompt=_tokens(rng, rng.randint(5, 40)),
