@@ -77,9 +77,10 @@ def _row(outcome: Outcome, item: str, seconds: float, saved: Path | None) -> Any
                 "violations": [{"property": v.property, "client": v.client, "message": v.message}
                                for v in outcome.violations]}
     if outcome.ok:
+        phases = ", ".join(f"{n} {phase}" for phase, n in sorted((stats.get("aborted_in") or {}).items()))
         detail = (f"{len(outcome.program.clients)} clients, {stats.get('requests', 0)} requests "
-                  f"({stats.get('aborted', 0)} aborted), {stats.get('events', 0)} events a run of the spec; "
-                  f"all {len(PROPERTIES)} properties hold")
+                  f"({stats.get('aborted', 0)} aborted" + (f": {phases}" if phases else "") + "), "
+                  f"{stats.get('events', 0)} events a run of the spec; all {len(PROPERTIES)} properties hold")
         return Row("server", item, True, detail, seconds, evidence)
     first = outcome.violations[0]
     detail = f"{', '.join(outcome.properties)}: {first.describe(outcome.program)}"

@@ -11,7 +11,9 @@ client that went away before the reply named it.
 :func:`random_program` guarantees every program a burst of identical prompts (some of whose clients go
 away), a prompt sharing a document with others, a stream that disconnects early with a ``max_tokens``
 far beyond what it reads (a missed abort shows as a request that runs on), a disconnect after the
-headers, a whole reply and a malformed body; then a few extra clients of any kind.
+headers, a whole reply and a malformed body; half the time a rush of clients on one prompt that mostly
+leave at once (aborts of blocked followers and of requests waiting for admission); then a few extra
+clients of any kind.
 
 For example::
 
@@ -206,7 +208,7 @@ def random_program(seed: int) -> Program:
         "coordination": rng.choice(("single-flight", "single-flight", "prefix")),
         "release": rng.choice(RELEASES), "publication": rng.choice(PUBLICATIONS),
         "leader_loss": rng.choice(LEADER_LOSSES), "prefix_caching": True,
-        "max_running": rng.randint(2, 6), "prefill_chunk_pages": rng.choice((1, 2, 32)),
+        "max_running": rng.choice((1, 2, 3, 4, 6)), "prefill_chunk_pages": rng.choice((1, 2, 32)),
         "num_pages": rng.choice((48, 96, 256)), "min_shared_pages": 1,
     }
     doc = _tokens(rng, rng.randint(2, 4) * PAGE + rng.randint(0, PAGE - 1))  # whole pages and a tail
@@ -241,6 +243,16 @@ def random_program(seed: int) -> Program:
     add(at_ms=rng.randint(0, 400), kind="whole", prompt=_tokens(rng, rng.randint(5, 40)), max_tokens=rng.randint(4, 16),
         group="solo")
     add(at_ms=rng.randint(0, 400), kind="malformed", body=rng.choice(MALFORMED), group="malformed")
+    # Half the time, a rush on one prompt of clients that mostly leave at once: their aborts land while
+    # they wait for admission or block on the flight's leader.
+    if rng.random() < 0.5:
+        rush, at = _tokens(rng, rng.randint(30, 70)), rng.randint(0, 300)
+        for _ in range(rng.randint(3, 5)):
+            how = rng.choice(("disconnect-before-response", "disconnect-after-headers", "disconnect-after", "read"))
+            add(at_ms=at + rng.randint(0, 20), kind=rng.choice(("stream", "whole")) if how in (
+                "disconnect-before-response", "read") else "stream", behaviour=how, prompt=rush,
+                max_tokens=long_tokens() if how != "read" else rng.randint(4, 16), chunks=1,
+                delay_ms=rng.choice((0, 1, 5, 20)), group="rush B")
     # A few more of anything.
     for _ in range(rng.randint(1, 4)):
         choice = rng.choice(("read", "pause", "away-whole", "away-stream", "half-close", "sampled", "burst-late",

@@ -11,10 +11,10 @@ import pytest
 
 from flightcheck.checks.cli.stages import Context
 from flightcheck.checks.server.__main__ import main, parse_seeds
-from flightcheck.checks.server.campaign import replay, server_stage
-from flightcheck.checks.server.harness import PROPERTIES
+from flightcheck.checks.server.campaign import replay, save_failure, server_stage, shrink
+from flightcheck.checks.server.harness import PROPERTIES, run_program
 from flightcheck.checks.server.mutants import SERVER_MUTANTS
-from flightcheck.checks.server.program import Program, ProgramError, random_program
+from flightcheck.checks.server.program import MALFORMED, Client, Program, ProgramError, random_program
 
 
 def test_the_stage_passes_on_todays_server(tmp_path):
@@ -47,16 +47,24 @@ def test_each_planted_server_bug_fails_the_stage_naming_its_property(name, tmp_p
 
 
 def test_a_failing_program_is_shrunk_saved_and_replays_to_the_same_verdict(tmp_path):
+    config = dict(random_program(0).config, max_running=4)
+    prompt = tuple(range(1, 41))
+    program = Program(0, config, (
+        Client(0, 0, "stream", prompt=prompt, max_tokens=6, group="burst"),
+        Client(1, 0, "stream", "disconnect-after", prompt=prompt, max_tokens=150, chunks=1, group="burst"),
+        Client(2, 30, "whole", prompt=tuple(range(5, 30)), max_tokens=5, group="solo"),
+        Client(3, 40, "malformed", body=MALFORMED[1], group="malformed"),
+    ), "hand-written")
     plant, prop = SERVER_MUTANTS["stream-disconnect-not-aborted"]
-    ctx = Context(quick=True, save_dir=tmp_path, shrink_seconds=8)
     with plant():
-        [row] = server_stage(ctx, seeds=[2])
-        assert not row.ok and prop in row.evidence["violated"]
-        path = tmp_path / "server-seed2.json"
-        program = Program.load(path)
-        assert len(program.clients) < len(random_program(2).clients) and "shrunk" in program.origin
+        failed = run_program(program)
+        assert failed.properties == [prop]
+        small = shrink(failed, 60)
+        assert [c.index for c in small.program.clients] == [1] and small.properties == [prop]
+        assert "shrunk from 4 to 1 clients" in small.program.origin
+        path = save_failure(small, tmp_path)
         again = replay(path)
-        assert not again.ok and again.properties == row.evidence["violated"]
+        assert again.properties == small.properties and again.program == small.program
         assert main(["--replay", str(path)]) == 1
     assert replay(path).ok  # the same program passes on the server without the bug
 
