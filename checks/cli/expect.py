@@ -5,7 +5,7 @@ that grows a scenario's graph, a proof that drops from "proved" to "bounded", a 
 longer path, an engine whose corpus runs take other steps. So each stage records its figures here
 (``checks/cli/expectations.json``): state counts per scenario and policy, each variant's violated
 property and path length, each proof's verdicts and ``k``, each equivalence verdict, the workload
-counts. A run that gives another figure fails its row and says what changed; after a change that is
+counts, and each safety property's fingerprint (:mod:`flightcheck.checks.explore.fingerprint`). A run that gives another figure fails its row and says what changed; after a change that is
 meant, ``flightcheck check --record`` writes the new figures (review the diff like any other).
 
 The file is trusted only as far as it is checked, so:
@@ -71,6 +71,8 @@ SCHEMA: dict[str, tuple[str, Callable[[Any], bool]]] = {
               lambda v: isinstance(v, dict) and all(map(_str, v.values()))),
     "equiv": ("[verdict, sequence length]", _pair(_str, _count)),
     "workload": ("[cold attempts, removable attempts]", _pair(_count, _count)),
+    "fingerprint": ("an object of property name -> states where it holds",
+                    lambda v: isinstance(v, dict) and all(map(_count, v.values()))),
 }
 
 

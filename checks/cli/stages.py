@@ -72,16 +72,21 @@ def _where(scn: Any) -> dict[str, Any]:
 # --- explore ---------------------------------------------------------------------------------------------
 def _explore_one(scn: Any) -> tuple[str, bool, int, list[str], float, int, dict[str, Any]]:
     from flightcheck.checks.explore.engine import explore_with as explore
+    from flightcheck.checks.explore.fingerprint import property_fingerprint
     from flightcheck.spec.model import FlightSpec
 
-    r = explore(FlightSpec(scn))
+    spec = FlightSpec(scn)
+    r = explore(spec)
     evidence = {**_where(scn), "states": r.stats.states, "edges": r.stats.edges, "depth": r.stats.depth,
                 "properties": {p.name: p.verdict for p in r.properties}}
+    if r.graph.number_of_nodes() == r.stats.states:  # the reference explorer's graph holds every state
+        evidence["fingerprint"] = property_fingerprint(spec, list(r.graph.nodes))
     return _key(scn), r.ok, r.stats.states, [p.name for p in r.violations], r.stats.seconds, len(r.properties), evidence
 
 
 def explore_stage(ctx: Context) -> list[Row]:
-    """The correct design over every default scenario under every policy of its grid."""
+    """The correct design over every default scenario under every policy of its grid; each row also
+    compares its state count and its properties' fingerprint with the recorded ones."""
     heavy = ("burst4-abort", "doc3-abort", "doc3-expire", "doc3-pool", "doc3-evict")  # --quick leaves these out
     items = [s for name, scn in SCENARIOS.items() if not (ctx.quick and name in heavy)
              for s in policy_grid(scn)]
@@ -91,8 +96,25 @@ def explore_stage(ctx: Context) -> list[Row]:
         detail = ", ".join(bad) if bad else f"{states} states, all {nprops} properties hold"
         if changed:
             detail = f"state count changed ({changed}); " + detail
-        rows.append(Row("explore", key, ok and not changed, detail, seconds, {**evidence, "violated": bad}))
+        moved = None
+        if "fingerprint" in evidence:  # a property whose meaning changed, though every reachable state keeps it
+            moved = _fingerprint_change(ctx, key, evidence["fingerprint"])
+            if moved:
+                detail = f"{moved}; " + detail
+        rows.append(Row("explore", key, ok and not changed and not moved, detail, seconds, {**evidence, "violated": bad}))
     return rows
+
+
+def _fingerprint_change(ctx: Context, key: str, fingerprint: dict[str, int]) -> str | None:
+    """What moved in the properties' fingerprint (:mod:`flightcheck.checks.explore.fingerprint`), naming
+    each property whose count changed; None when nothing did."""
+    changed = ctx.expect.compare("fingerprint", key, fingerprint)
+    if not changed or not ctx.expect.has("fingerprint", key):
+        return f"property fingerprint {changed}" if changed else None
+    was = ctx.expect.recorded["fingerprint"][key]
+    moved = [f"{p}: {was.get(p, 'absent')} -> {fingerprint.get(p, 'absent')}" for p in sorted(set(was) | set(fingerprint))
+             if was.get(p) != fingerprint.get(p)]
+    return "a property's meaning changed on states near the reachable ones (" + "; ".join(moved) + ")"
 
 
 # --- variants --------------------------------------------------------------------------------------------
