@@ -83,7 +83,10 @@ def _row(outcome: Outcome, item: str, seconds: float, saved: Path | None) -> Any
                   f"{stats.get('events', 0)} events a run of the spec; all {len(PROPERTIES)} properties hold")
         return Row("server", item, True, detail, seconds, evidence)
     first = outcome.violations[0]
-    detail = f"{', '.join(outcome.properties)}: {first.describe(outcome.program)}"
+    detail = first.describe(outcome.program)  # starts with the property
+    others = [p for p in outcome.properties if p != first.property]
+    if others:
+        detail += f" (also violated: {', '.join(others)})"
     if len(outcome.violations) > 1:
         detail += f" (and {len(outcome.violations) - 1} more)"
     if saved is not None:
