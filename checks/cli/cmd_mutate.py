@@ -160,25 +160,28 @@ def register(app: typer.Typer) -> None:
         if out is not None:
             (out / "results.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
             (out / "report.md").write_text(format_markdown(record), encoding="utf-8")
+        _check_scored(record, min_score, "the mutants run")
         if as_json:
             print(json.dumps(record))
         else:
             print_summary(record, console)
             if out is not None:
                 console.print(f"report: {out / 'report.md'}, results: {out / 'results.json'}", highlight=False)
-        _exit_by_score(record, min_score, "the mutants run")
+        _exit_by_score(record, min_score)
 
 
-def _exit_by_score(record: dict, min_score: Optional[float], what: str) -> None:
-    """Exit 1 when the score is below ``min_score``; exit 2 when there is no score to compare with it
-    (nothing killed or survived: nothing to score is not a pass)."""
-    if min_score is None:
-        return
-    value = record["score"]["score"]
-    if value is None:
+def _check_scored(record: dict, min_score: Optional[float], what: str) -> None:
+    """A usage error (exit 2, before anything is printed) when ``--min-score`` is given and there is no
+    score to compare with it: nothing killed or survived. Nothing to score is not a pass."""
+    if min_score is not None and record["score"]["score"] is None:
         raise usage_error(f"--min-score {min_score:g}: nothing to score ({what} hold no mutant that was killed or "
                           "survived)")
-    if value < min_score:
+
+
+def _exit_by_score(record: dict, min_score: Optional[float]) -> None:
+    """Exit 1 when the score is below ``min_score``."""
+    value = record["score"]["score"]
+    if min_score is not None and value is not None and value < min_score:
         raise typer.Exit(1)
 
 
@@ -217,11 +220,12 @@ def _report_saved(p, path: Path, read: tuple[list, dict], out: Optional[Path], a
         out.mkdir(parents=True, exist_ok=True)
         (out / "results.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         (out / "report.md").write_text(format_markdown(record), encoding="utf-8")
+    _check_scored(record, min_score, f"the saved results in {path}")
     if as_json:
         print(json.dumps(record))
     else:
         print_summary(record, console)
-    _exit_by_score(record, min_score, f"the saved results in {path}")
+    _exit_by_score(record, min_score)
 
 
 def _list(p, as_json: bool, console: Console) -> None:

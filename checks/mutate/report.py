@@ -174,7 +174,7 @@ OUTCOME_FIELDS = {"id": required(STR), "status": required(one_of(*STATUSES)), "s
                   "reason": optional(STR), "kills": optional(list_of(KILL)), "imported": optional(nullable(BOOL))}
 # The saved run's meta that the report reads (the rest is kept as it is).
 META = record({"seconds": optional(SECONDS), "baseline_seconds": optional(SECONDS),
-               "timeout": optional(nullable(SECONDS)), "command": optional(STR), "date": optional(STR),
+               "timeout": optional(SECONDS), "command": optional(STR), "date": optional(STR),
                "stages": optional(list_of(STR)), "files": optional(list_of(STR)), "operators": optional(list_of(STR)),
                "quick": optional(nullable(BOOL)), "jobs": optional(nullable(COUNT)), "seconds_summed": optional(BOOL),
                "all_rows": optional(nullable(BOOL)), "sample": optional(nullable(COUNT)), "seed": optional(nullable(Kind(
