@@ -122,6 +122,8 @@ MIN_TEMPERATURE = 1e-6
 MAX_TEMPERATURE = 100.0
 # A label or other free text of a program: shown in one line of a report.
 MAX_LABEL_CHARS = 200
+# Worker processes a workload sweep forks (--workers): more than the cores of any machine it runs on.
+MAX_WORKERS = 64
 # How much of an input value a message quotes, and how long a message may grow in all.
 MAX_SHOWN_CHARS = 80
 MAX_MESSAGE_CHARS = 2000

@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from flightcheck.checks.cli.errors import check_choice, loaded_model, usage_error
+from flightcheck.checks.inputs import shown
 from flightcheck.spec.scenario import COORDINATIONS, LEADER_LOSSES, PUBLICATIONS, RELEASES, SCENARIOS, Policy
 
 
@@ -31,7 +32,7 @@ def _mutant(name: Optional[str]):
     if name is None:
         return None
     if name not in MUTANTS:
-        raise usage_error(f"unknown --mutant {name!r}; known: {', '.join(MUTANTS)}")
+        raise usage_error(f"unknown --mutant {shown(name)}; known: {', '.join(MUTANTS)}")
     return MUTANTS[name]
 
 
@@ -145,7 +146,7 @@ def register(app: typer.Typer) -> None:
 
         for name in scenario or []:
             if name not in SCENARIOS:
-                raise usage_error(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+                raise usage_error(f"unknown scenario {shown(name)}; known: {', '.join(SCENARIOS)}")
         entries = corpus_mod.load()
         if build:
             fresh = corpus_mod.build_all(seconds=seconds, jobs=jobs, only=scenario)
@@ -233,7 +234,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Replay a counterexample path against the engine; exit 0 when the engine behaves as the path says."""
         from flightcheck.checks.conform.replay import path_problem, read_path, replay as run_replay
-        from flightcheck.checks.inputs import InputError, shown
+        from flightcheck.checks.inputs import InputError
         from flightcheck.spec.variants import VARIANTS
 
         try:
@@ -328,9 +329,9 @@ def register(app: typer.Typer) -> None:
 
         for name in scenario:
             if name not in SCENARIOS:
-                raise usage_error(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+                raise usage_error(f"unknown scenario {shown(name)}; known: {', '.join(SCENARIOS)}")
         if png is not None and png.suffix.lower() != ".png":
-            raise usage_error(f"--png must end in .png; got {png.name!r}")
+            raise usage_error(f"--png must end in .png; got {shown(png.name)}")
         results, directed_results = [], []
         for name in scenario:
             results.append(cover(SCENARIOS[name], runs=runs, seconds=seconds))

@@ -26,18 +26,19 @@ from rich.console import Console
 from rich.markup import escape
 
 from flightcheck.checks.cli.errors import usage_error
+from flightcheck.checks.inputs import shown
 
 
 def _check_stage(path: str) -> str:
     module, sep, name = path.partition(":")
     if not sep or not module or not name:
-        raise usage_error(f"--stage must be MODULE:FUNCTION (as flightcheck check lists them); got {path!r}")
+        raise usage_error(f"--stage must be MODULE:FUNCTION (as flightcheck check lists them); got {shown(path)}")
     try:
         fn = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as e:
-        raise usage_error(f"--stage {path!r}: {e}") from None
+        raise usage_error(f"--stage {shown(path)}: {e}") from None
     if not callable(fn):
-        raise usage_error(f"--stage {path!r} is not a function")
+        raise usage_error(f"--stage {shown(path)} is not a function")
     return path
 
 

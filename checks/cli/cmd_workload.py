@@ -26,10 +26,9 @@ from pathlib import Path
 import typer
 
 from flightcheck.checks.cli.errors import usage_error
-from flightcheck.checks.inputs import printable, shown
+from flightcheck.checks.inputs import MAX_WORKERS, printable, shown
 
 _SHARED_NAMES = ("conversation", "synthetic")
-MAX_WORKERS = 64  # processes a sweep forks at most: more than any machine it runs on has cores
 
 
 def _fail(message: str) -> typer.Exit:
@@ -48,7 +47,7 @@ def _resolve(trace: str) -> Path:
         shared = shared_trace_path(trace)
         if shared.is_file():
             return shared
-        raise _fail(f"trace {trace!r} not found at {shared} (FLIGHTCHECK_SHARED set to a folder without it, or an "
+        raise _fail(f"trace {shown(trace)} not found at {shared} (FLIGHTCHECK_SHARED set to a folder without it, or an "
                     "installation without flightcheck's data/traces)")
     raise _fail(f"trace file {shown(trace)} not found (give a path, or one of {', '.join(_SHARED_NAMES)})")
 
@@ -130,7 +129,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print summary and per-instance rows as JSON instead of tables."),
         cost_per_load: float = typer.Option(1.0, "--cost-per-load", help="Cost of one block load, for the avoidable cost rate."),
         warmup_fraction: float = typer.Option(0.1, "--warmup-fraction", help="Fraction of the trace's time span counted as warm-up."),
-        workers: int = typer.Option(2, "--workers", max=MAX_WORKERS, help="Worker processes for the sweep."),
+        workers: int = typer.Option(2, "--workers", help=f"Worker processes for the sweep (at most {MAX_WORKERS})."),
         cohort_rows: bool = typer.Option(False, "--cohort-rows", help="Also write per-cohort rows (cohorts.csv.gz; large for a full sweep)."),
         insert_on_miss: bool = typer.Option(False, "--insert-on-miss", help="The wrong model (cache on load start), for the reverse check."),
         from_events: Path = typer.Option(None, "--from-events", metavar="EVENTS.jsonl", help="Convert an engine event log to a trace and use it."),
@@ -150,17 +149,19 @@ def register(app: typer.Typer) -> None:
         for name, values, allowed in (("--routing", routing, ROUTINGS), ("--lookup", lookup, LOOKUPS)):
             for value in values or []:
                 if value not in allowed:
-                    raise typer.BadParameter(f"{value!r} is not one of {', '.join(allowed)}", param_hint=name)
-        if cost_per_load < 0:
-            raise typer.BadParameter(f"must be >= 0, got {cost_per_load}", param_hint="--cost-per-load")
+                    raise _fail(f"{name}: {shown(value)} is not one of {', '.join(allowed)}")
+        if not 0 <= cost_per_load < float("inf"):  # nan fails the comparison too
+            raise _fail(f"--cost-per-load: must be a finite number >= 0, got {cost_per_load}")
         if not 0 <= warmup_fraction < 1:
-            raise typer.BadParameter(f"must be in [0, 1), got {warmup_fraction}", param_hint="--warmup-fraction")
+            raise _fail(f"--warmup-fraction: must be in [0, 1), got {warmup_fraction}")
+        if workers > MAX_WORKERS:
+            raise _fail(f"--workers: at most {MAX_WORKERS} (MAX_WORKERS), got {workers}")
         if block_tokens < 1:
-            raise typer.BadParameter(f"must be >= 1, got {block_tokens}", param_hint="--block-tokens")
+            raise _fail(f"--block-tokens: must be >= 1, got {block_tokens}")
         if cohort_rows and out is None:
-            raise typer.BadParameter("needs --out DIR to write cohorts.csv.gz", param_hint="--cohort-rows")
+            raise _fail("--cohort-rows: needs --out DIR to write cohorts.csv.gz")
         if convert_out is not None and from_events is None:
-            raise typer.BadParameter("only applies with --from-events", param_hint="--convert-out")
+            raise _fail("--convert-out: only applies with --from-events")
         try:
             configs = ws.sweep_configs(
                 w_eff or (ws.W_EFF_MS if sweep else (1_000,)),

@@ -86,6 +86,7 @@ import bisect
 from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass
 
+from flightcheck.checks.inputs import shown
 from flightcheck.checks.workload.counts import EMPTY, PhaseCounts, counts_of
 from flightcheck.checks.workload.trace import Trace
 
@@ -119,15 +120,15 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.w_eff_ms, (int, float)) or not self.w_eff_ms >= 0 or self.w_eff_ms == float("inf"):
-            raise ValueError(f"w_eff_ms must be a finite number >= 0, got {self.w_eff_ms!r}")
+            raise ValueError(f"w_eff_ms must be a finite number >= 0, got {shown(self.w_eff_ms)}")
         if not isinstance(self.capacity_blocks, int) or self.capacity_blocks < 1:
-            raise ValueError(f"capacity_blocks must be an integer >= 1, got {self.capacity_blocks!r}")
+            raise ValueError(f"capacity_blocks must be an integer >= 1, got {shown(self.capacity_blocks)}")
         if not isinstance(self.num_instances, int) or not 1 <= self.num_instances <= 16:
-            raise ValueError(f"num_instances must be an integer from 1 to 16, got {self.num_instances!r}")
+            raise ValueError(f"num_instances must be an integer from 1 to 16, got {shown(self.num_instances)}")
         if self.routing not in ROUTINGS:
-            raise ValueError(f"routing must be one of {ROUTINGS}, got {self.routing!r}")
+            raise ValueError(f"routing must be one of {ROUTINGS}, got {shown(self.routing)}")
         if self.lookup not in LOOKUPS:
-            raise ValueError(f"lookup must be one of {LOOKUPS}, got {self.lookup!r}")
+            raise ValueError(f"lookup must be one of {LOOKUPS}, got {shown(self.lookup)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +155,7 @@ def prepare_trace(trace: Trace, warmup_fraction: float = 0.1) -> PreparedTrace:
     """Sort a trace stably by time, map ``(position, hash_id)`` blocks and whole inputs to dense ints and fix
     the phase cut."""
     if not 0.0 <= warmup_fraction < 1.0:
-        raise ValueError(f"warmup_fraction must be in [0, 1), got {warmup_fraction!r}")
+        raise ValueError(f"warmup_fraction must be in [0, 1), got {shown(warmup_fraction)}")
     order = sorted(range(trace.num_requests), key=lambda k: trace.requests[k].timestamp_ms)
     dense: dict[tuple[int, int], int] = {}
     dense_inputs: dict[tuple[int, ...], int] = {}

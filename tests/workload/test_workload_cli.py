@@ -103,6 +103,9 @@ def test_event_logs_convert_and_run(app, tmp_path):
     (["nope.jsonl"], "not found"),
     ([], "at least one TRACE"),
     (["--cohort-rows", "conversation"], "--out"),
+    (["--workers", "100", "conversation"], "--workers: at most 64"),
+    (["--cost-per-load", "inf", "conversation"], "--cost-per-load: must be a finite number >= 0"),
+    (["--routing", "x" * 1000, "conversation"], "(1,002 characters) is not one of rr, affinity"),
 ])
 def test_bad_arguments_exit_2_with_a_specific_message(app, args, message):
     result = invoke(app, *args)
