@@ -10,6 +10,8 @@ For example::
     $ flightcheck variants
     $ flightcheck check                       # ends naming the report: report: flightcheck-report/index.html
     $ flightcheck check --quick --report out/ --json
+    $ flightcheck check --baseline origin/main                  # what behaviour changed since main
+    $ flightcheck check --since HEAD~3                          # only the stages the change can affect
 """
 
 from __future__ import annotations
@@ -217,10 +219,22 @@ def register(app: typer.Typer) -> None:
         report: str = typer.Option("flightcheck-report", "--report", metavar="DIR",
                                    help="Write the HTML report (index.html, graphs/) into DIR."),
         no_report: bool = typer.Option(False, "--no-report", help="Write no report."),
+        baseline: Optional[str] = typer.Option(None, "--baseline", metavar="REF",
+                                               help="Compare the working tree's behaviour with git REF's (state "
+                                               "graphs, verdicts, counterexamples, variants), each by its own code; "
+                                               "exit 1 when a verdict regressed."),
+        since: Optional[str] = typer.Option(None, "--since", metavar="REF",
+                                            help="Run only the stages a change since git REF can affect."),
+        strict: bool = typer.Option(False, "--strict", help="With --baseline: any behaviour change fails (exit 1)."),
+        scenario: Optional[list[str]] = typer.Option(None, "--scenario",
+                                                     help="With --baseline: compare only this default scenario "
+                                                     "(repeatable)."),
     ) -> None:
         """The main job: every check flightcheck has, over the default scenarios, with a summary and a
         static HTML report (opens from disk; its path is the last line). Exit 0 passed, 1 a check failed,
-        2 bad arguments (or a refused --record), 3 flightcheck itself failed (the run is not a verdict)."""
+        2 bad arguments (or a refused --record), 3 flightcheck itself failed (the run is not a verdict).
+        With --baseline REF: what behaviour changed since REF, instead of the stages (exit 1 when a verdict
+        regressed)."""
         from flightcheck.checks.cli.expect import EXPECTATIONS_PATH, load, writable
         from flightcheck.checks.cli.faults import EXIT_FAILED, EXIT_FAULT, EXIT_OK
         from flightcheck.checks.cli.suite import STAGES, RecordRefused, run_suite
@@ -230,14 +244,28 @@ def register(app: typer.Typer) -> None:
         for s in stage or []:
             if s not in known:
                 raise usage_error(f"unknown --stage {s!r}; known: {', '.join(known)}")
+        if baseline is not None and (since is not None or stage or record):
+            raise usage_error("--baseline compares two commits' graphs; it takes no --since, --stage or --record")
+        if (strict or scenario) and baseline is None:
+            raise usage_error("--strict and --scenario go with --baseline REF")
         report_dir = None if no_report else _report_folder(report)
+        if baseline is not None:
+            from flightcheck.checks.review.command import baseline_command
+            raise typer.Exit(baseline_command(baseline, scenarios=scenario, quick=quick, strict=strict,
+                                              as_json=as_json, report_dir=report_dir))
         book = expectations or EXPECTATIONS_PATH
         load(book, missing_ok=record)  # a missing or malformed file is said now, not after the whole job
         if record and (why := writable(book)) is not None:
             raise usage_error(f"--record cannot write {book}: {why}")
         try:
-            result = run_suite(as_json=as_json, quick=quick, budget=budget, model=model, record=record, stages=stage,
-                               report_dir=report_dir, expectations=book)
+            if since is not None:
+                from flightcheck.checks.review.command import since_command
+                result = since_command(since, known=known, stage=stage, as_json=as_json, run=lambda todo: run_suite(
+                    as_json=as_json, quick=quick, budget=budget, model=model, record=record, stages=todo,
+                    report_dir=report_dir, expectations=book))
+            else:
+                result = run_suite(as_json=as_json, quick=quick, budget=budget, model=model, record=record,
+                                   stages=stage, report_dir=report_dir, expectations=book)
         except RecordRefused as refused:
             raise usage_error(str(refused)) from None
         raise typer.Exit({"ok": EXIT_OK, "failed": EXIT_FAILED}.get(result, EXIT_FAULT))

@@ -1,0 +1,147 @@
+"""`check --baseline REF` and `check --since REF` on scratch clones of the project (never /work's history).
+
+Each clone is `git clone` of the checkout's committed state into tmp_path, then edited and committed
+there; the comparisons run on burst2 (and burst3) only, so the file takes well under a minute and a half.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from flightcheck.checks.cli.app import app
+from flightcheck.checks.review.baseline import inside
+from flightcheck.checks.review.command import make_review
+from flightcheck.checks.review.present import to_text
+from flightcheck.checks.review.since import select
+
+HERE = Path(__file__).resolve().parents[2]
+STAGES = ["explore", "variants", "prove", "equiv", "conform", "server", "smollm2", "workload"]
+GUARD = "published = And(s.ph[f] == DECODE, s.pubd[f] >= self.shareable(f))"
+EARLY = "published = And(s.ph[f] >= PREFILL, s.pubd[f] >= self.shareable(f) - 1)"
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), "-c", "user.email=t@example.com", "-c", "user.name=test", *args],
+                          check=True, capture_output=True, text=True).stdout
+
+
+def _commit(root: Path, message: str) -> None:
+    _git(root, "commit", "-q", "-a", "-m", message)
+
+
+def _edit(path: Path, old: str, new: str, count: int = 1) -> None:
+    text = path.read_text()
+    assert text.count(old) >= 1, f"{old!r} is not in {path}: update the test's edit"
+    path.write_text(text.replace(old, new) if count < 0 else text.replace(old, new, count))
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("review") / "flightcheck"
+    subprocess.run(["git", "clone", "-q", str(HERE), str(root)], check=True)
+    return root
+
+
+def _invoke(root: Path, monkeypatch, *args: str):
+    monkeypatch.chdir(root)
+    return CliRunner().invoke(app, ["check", *args])
+
+
+def test_a_guard_change_names_the_graphs_it_moved_and_its_first_edge(clone):
+    # the release point one page early, during prefill: followers may compute pages the leader has not published
+    derived = clone / "spec" / "derived.py"
+    _edit(derived, GUARD, EARLY)
+    _edit(derived, "DECODE, FINISHED, OPEN, View", "DECODE, FINISHED, OPEN, PREFILL, View")
+    _commit(clone, "release a page early")
+    (clone / "notes.txt").write_text("uncommitted\n")  # the candidate is the working tree, as it is
+    try:
+        review = make_review(clone, "HEAD~1", scenarios=["burst2", "burst3"])
+    finally:
+        (clone / "notes.txt").unlink()
+    assert review["verdict"] == "regressed" and review["exit"] == 1
+    # each side imported its own tree: nothing of the candidate leaked into the baseline
+    for part, where in review["baseline"]["origin"].items():
+        assert not inside(where, clone), (part, where)
+        assert "flightcheck-baseline-" in where
+    assert all(inside(where, clone) for where in review["candidate"]["origin"].values())
+    diff = review["diff"]
+    changed = {i["key"]: i for i in diff["items"] if i["changed"]}
+    key = "burst2 after-prefill incremental release-all"
+    assert key in changed and "burst3 after-prefill incremental release-all" in changed
+    assert "burst2 on-completion incremental release-all" not in changed  # the other release point is untouched
+    first = changed[key]["first"]
+    assert first["kind"] == "added" and first["path"][-1].startswith("release(") and first["to_is_new"]
+    assert changed[key]["states_added"] > 0 and changed[key]["states_removed"] == 0
+    assert any(m["property"] == "single_prefill" and m["regressed"] for m in changed[key]["verdicts"])
+    text = "\n".join(to_text(review))
+    assert "scenarios whose graphs changed: burst2" in text and "first change: an added edge" in text
+    assert "uncommitted changes" in text and "notes.txt" in text and "REGRESSED" in text
+    # the temporary worktree is gone
+    assert len(_git(clone, "worktree", "list").splitlines()) == 1
+
+
+def test_a_pure_refactor_reports_no_behaviour_change(clone, monkeypatch, tmp_path):
+    model = clone / "spec" / "model.py"
+    _edit(model, "_copy_holders", "_holders_of_copy", count=-1)  # a private helper renamed, every use
+    _commit(clone, "rename a helper")
+    report = tmp_path / "report"
+    r = _invoke(clone, monkeypatch, "--baseline", "HEAD~1", "--scenario", "burst2", "--json", "--report", str(report))
+    assert r.exit_code == 0, r.output
+    review = json.loads(r.stdout)
+    assert review["verdict"] == "same" and not review["diff"]["changed"] and not review["diff"]["regressions"]
+    assert len(review["diff"]["items"]) == 4 and review["diff"]["variants"]
+    assert (report / "review.json").is_file() and "no behaviour change" in (report / "review.txt").read_text()
+
+
+def test_a_ref_that_names_no_commit_is_one_line_and_exit_2(clone, monkeypatch):
+    r = _invoke(clone, monkeypatch, "--baseline", "no-such-branch", "--no-report")
+    assert r.exit_code == 2
+    assert r.stderr.strip().splitlines() == ["error: no commit no-such-branch in this repository"]
+
+
+def test_a_baseline_of_another_layout_is_exit_2_not_a_pass(tmp_path, monkeypatch):
+    root = tmp_path / "fc"
+    subprocess.run(["git", "clone", "-q", str(HERE), str(root)], check=True)
+    init = (root / "flightcheck" / "__init__.py").read_text()
+    _git(root, "rm", "-q", "flightcheck/__init__.py")
+    _commit(root, "another layout")
+    (root / "flightcheck").mkdir(exist_ok=True)
+    (root / "flightcheck" / "__init__.py").write_text(init)
+    _git(root, "add", "flightcheck/__init__.py")
+    _commit(root, "this layout")
+    r = _invoke(root, monkeypatch, "--baseline", "HEAD~1", "--scenario", "burst2", "--no-report")
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "the baseline cannot be imported" in lines[0], lines
+
+
+def test_since_selects_the_conform_stages_for_an_impl_change():
+    assert select(["impl/engine.py", "impl/pages.py"], STAGES).stages == ["conform", "smollm2"]
+    assert select(["impl/server/app.py"], STAGES).stages == ["server"]
+    assert select(["spec/model.py", "README.md"], STAGES).stages == STAGES
+    assert select(["checks/proofs/induction.py"], STAGES).stages == ["prove", "equiv"]
+    assert select(["README.md", "docs/report.png", "tests/review/test_review.py"], STAGES).stages == []
+    assert select(["somewhere/new.py"], STAGES).everything  # unknown: everything runs
+
+
+def test_since_through_the_cli_says_its_choice(clone, monkeypatch):
+    (clone / "README.md").write_text((clone / "README.md").read_text() + "\na line\n")
+    try:
+        r = _invoke(clone, monkeypatch, "--since", "HEAD", "--json", "--no-report")
+        assert r.exit_code == 0, r.output
+        out = json.loads(r.stdout)
+        assert out["rows"] == [] and out["since"]["selected"] == [] and out["since"]["paths"] == {"README.md": []}
+        _edit(clone / "impl" / "engine.py", '"""', '"""A comment. ', count=1)
+        r = _invoke(clone, monkeypatch, "--since", "HEAD", "--stage", "workload", "--json", "--no-report")
+        assert r.exit_code == 0, r.output
+        since = json.loads(r.stdout)["since"]
+        assert since["selected"] == ["conform", "smollm2"] and since["running"] == []
+        r = _invoke(clone, monkeypatch, "--since", "HEAD", "--stage", "workload", "--no-report")
+        assert "impl/engine.py: conform, smollm2" in r.stdout
+    finally:
+        _git(clone, "checkout", "-q", "--", "README.md", "impl/engine.py")
