@@ -269,7 +269,7 @@ def parse_program(obj: Any, source: str = "<program>", line_number: int | None =
     templates = tuple(Template(tuple(t["tokens"]), t["max_tokens"], t.get("label", "")) for t in s["templates"])
     for key in ("eos_template", "stop_template"):
         if s.get(key) is not None and s[key] >= len(templates):
-            raise fail(f"setup.{key}", f"{s[key]} names no template (there are {len(templates)})")
+            raise fail(f"setup.{key}", f"the {key} {s[key]} names no template (there are {len(templates)})")
     policy = dict(s.get("policy") or {})
     config = dict(s["config"])
     try:

@@ -261,7 +261,7 @@ BAD_PROGRAMS = [
     ("a pool of 10**9 pages", _config("num_pages", 10**9), "setup.config.num_pages", "must be at most 4,096"),
     ("a pool too small for a template", _config("num_pages", 1), "setup.templates[0]",
      "needs 2 KV pages (20 prompt tokens and max_tokens 2), but setup.config.num_pages is 1"),
-    ("an EOS template that is not one", _setup("eos_template", 5), "setup.eos_template", "5 names no template"),
+    ("an EOS template that is not one", _setup("eos_template", 5), "setup.eos_template", "the eos_template 5 names no template"),
     ("a scenario-bound program of another shape", _setup("scenario", "burst2"), "setup.templates",
      "scenario burst2 has 2 requests, one template each; got 1"),
     ("an unknown top-level key", lambda p: p.__setitem__("extra", 1), "extra", "unknown (known: setup, ops, trace)"),
