@@ -1,0 +1,89 @@
+"""What one unbounded proof is about: the engine's policy and the environment's options.
+
+A :class:`Config` holds the policy knobs the relational model reads (coordination, release point,
+publication, leader-loss policy, prefix caching) and which environment actions exist (client aborts,
+forward-pass failures, bogus termination notices, wait expiry, background eviction). The sizes (how
+many requests, classes, pages; the capacity) are *not* here: the proofs hold for all of them.
+
+:func:`grid` lists the configurations ``prove --unbounded`` proves: every release point, publication
+and leader-loss policy under exact single-flight with every environment action on (the most permissive
+environment: a proof there covers every scenario with fewer options), and coordination ``none``.
+:func:`from_scenario` reads a finite scenario's configuration, and :func:`unmodelled` says why a
+scenario or policy lies outside the model.
+
+For example::
+
+    >>> [c.label() for c in grid()][:2]
+    ['single-flight/after-prefill/incremental release-all', 'single-flight/after-prefill/incremental promote']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flightcheck.spec.scenario import LEADER_LOSSES, PUBLICATIONS, RELEASES, Policy, Scenario
+
+
+@dataclass(frozen=True)
+class Config:
+    """A policy and an environment: the relational model's configuration."""
+
+    coordination: str = "single-flight"
+    release: str = "after-prefill"
+    publication: str = "incremental"
+    leader_loss: str = "release-all"
+    prefix_caching: bool = True
+    aborts: bool = True
+    failures: bool = True
+    notifications: bool = True
+    expiry: bool = True
+    eviction: bool = True
+
+    @property
+    def single_flight(self) -> bool:
+        """Identical prompts are coordinated: there are flights."""
+        return self.coordination != "none"
+
+    def label(self) -> str:
+        """``coordination/release/publication leader-loss``, as the finite spec's policy labels read."""
+        extra = "" if self.prefix_caching else " no-cache"
+        return f"{self.coordination}/{self.release}/{self.publication} {self.leader_loss}{extra}"
+
+    def environment(self) -> str:
+        """The environment actions on, e.g. ``aborts, failures, notifications, expiry, eviction``."""
+        on = [n for n in ("aborts", "failures", "notifications", "expiry", "eviction") if getattr(self, n)]
+        return ", ".join(on) or "none"
+
+
+def grid() -> list[Config]:
+    """The configurations ``prove --unbounded`` proves, in a fixed order."""
+    out = [Config(release=r, publication=p, leader_loss=ll)
+           for r in RELEASES for p in PUBLICATIONS for ll in LEADER_LOSSES]
+    out.append(Config(coordination="none"))
+    return out
+
+
+def unmodelled(scenario: Scenario, policy: Policy | None = None) -> str | None:
+    """Why a finite scenario (under a policy) lies outside the relational model, or None."""
+    pol = policy or scenario.policy
+    if pol.prefix_flights:
+        return "prefix coordination (waiting via another prompt's flight) is not modelled"
+    if scenario.prefixes:
+        return "prompt trees (classes sharing pages) are not modelled: pages of different classes are disjoint"
+    if scenario.has_pool:
+        return "the page pool (free-page arithmetic, pressure-driven eviction) needs exact counts"
+    if pol.chunk != 1:
+        return "prefill chunks of more than one page are not modelled"
+    return None
+
+
+def from_scenario(scenario: Scenario, policy: Policy | None = None) -> Config:
+    """The configuration of a finite scenario under a policy (which :func:`unmodelled` accepts)."""
+    pol = policy or scenario.policy
+    why = unmodelled(scenario, pol)
+    if why is not None:
+        raise ValueError(f"{scenario.name}: {why}")
+    return Config(coordination=pol.coordination, release=pol.release, publication=pol.publication,
+                  leader_loss=pol.leader_loss, prefix_caching=pol.prefix_caching, aborts=scenario.aborts,
+                  failures=scenario.failures, notifications=scenario.notifications, expiry=scenario.expiry,
+                  eviction=scenario.eviction)
