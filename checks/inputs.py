@@ -66,6 +66,9 @@ MAX_LINE_BYTES = 2 * MIB
 # A line-oriented file (trace, event log, action list): read whole and parsed into Python objects at
 # about ten times its size, so 64 MiB stays under 1 GB of memory; the shipped traces are 1 and 3 MB.
 MAX_LINES_FILE_BYTES = 64 * MIB
+# The lines of such a file: an event is about 100 bytes, so a full 64 MiB log has about 670,000 lines, a
+# trace request 100 to 2,000; a file of 20 million tiny lines would make 40 million objects first.
+MAX_FILE_LINES = 2_000_000
 # A whole-file JSON or TOML document (a conformance program, results.json, an equivalence file): a
 # full mutation run's results.json (754 mutants with diffs) is about 2 MB, a program a few KB.
 MAX_DOCUMENT_BYTES = 32 * MIB
@@ -245,15 +248,18 @@ def read_lines(path: str | os.PathLike[str], what: str = "records", *, max_bytes
     """The lines of a text file (without their newlines), UTF-8 checked line by line.
 
     Raises :class:`InputError` for a missing file, a directory or other non-regular file, an unreadable
-    file, a file over ``max_bytes``, a line over ``max_line_bytes`` or a line that is not UTF-8 (naming
-    the line and the column of the first bad byte).
+    file, a file over ``max_bytes`` or :data:`MAX_FILE_LINES` lines, a line over ``max_line_bytes`` or a
+    line that is not UTF-8 (naming the line and the column of the first bad byte).
     """
     return decode_lines(read_file_bytes(path, f"a file of {what}", max_bytes), str(path), max_line_bytes)
 
 
 def decode_lines(data: bytes, source: str, max_line_bytes: int = MAX_LINE_BYTES) -> list[str]:
     """``data`` split at newlines and decoded as UTF-8; a bad byte names its line and column, and so does
-    a line longer than ``max_line_bytes``."""
+    a line longer than ``max_line_bytes``; more than :data:`MAX_FILE_LINES` lines is an error before
+    any is split off."""
+    if data.count(b"\n") >= MAX_FILE_LINES:
+        raise InputError(source, None, None, f"holds more than {MAX_FILE_LINES:,} lines (MAX_FILE_LINES)")
     lines = data.split(b"\n")
     out = []
     for number, raw in enumerate(lines, 1):

@@ -114,6 +114,12 @@ def test_a_file_larger_than_its_limit_is_refused_before_it_is_read(tmp_path):
     one_line(result, 2, str(path), "is larger than")
 
 
+def test_a_file_of_more_lines_than_its_limit_is_refused_before_it_is_split(tmp_path):
+    path = _write(tmp_path, "run.events.jsonl", b"{}\n" * inputs.MAX_FILE_LINES)
+    for args in (("validate", path), ("workload", path), ("replay", path)):
+        one_line(invoke(*args), 2, str(path), f"holds more than {inputs.MAX_FILE_LINES:,} lines")
+
+
 def test_a_trace_whose_blocks_add_up_past_the_limit_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(trace_module, "MAX_TRACE_BLOCKS", 3)
     path = _write(tmp_path, "trace.jsonl", jsonl(REQUEST, REQUEST))
