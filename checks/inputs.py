@@ -57,8 +57,9 @@ KIB, MIB = 1 << 10, 1 << 20
 # the engine writes is far smaller; a larger one is not an ID but a typo (or an attack on float()).
 MAX_INT = (1 << 63) - 1
 MIN_INT = -(1 << 63)
-# The deepest JSON flightcheck writes nests 5 levels (results.json: record, mutants, entry, kills, kill);
-# Python's own parser stops near 1,000 with a RecursionError, and so would anything walking the value.
+# The deepest JSON flightcheck writes nests 9 levels (the corpus: entries, programs, setup, templates,
+# tokens), results.json 6; Python's own parser stops near 1,000 with a RecursionError, and so would
+# anything walking the value.
 MAX_JSON_DEPTH = 32
 # A line of a trace or an event log: a trace request of MAX_HASH_IDS ids of 19 digits is about 1.4 MB;
 # an arrive event with the page keys of MAX_REQUEST_TOKENS tokens about 20 KB. 2 MiB holds either.
@@ -110,8 +111,8 @@ MAX_PROGRAM_ARRIVALS = 64
 # A counterexample path to replay: the explorer's are at most a few dozen actions (the longest of the
 # README's variants is 10); each action is one engine call under the monitor.
 MAX_PATH_ACTIONS = 1000
-# A program's request templates: generated ones have at most 8 (the largest scenario's requests); each
-# arrival grows the spec the monitor checks every event against.
+# A program's request templates: generated ones have at most 5 (the largest scenario's requests: 4);
+# each arrival grows the spec the monitor checks every event against.
 MAX_TEMPLATES = 64
 # The engine's KV pool in a program (config num_pages and the counts compared with it): default 512,
 # the corpus' largest 22. A SmolLM2 page is 1.5 MB of float32 K/V (30 layers, 3 heads of 64), so the
@@ -130,6 +131,8 @@ MAX_WORKERS = 64
 # How much of an input value a message quotes, and how long a message may grow in all.
 MAX_SHOWN_CHARS = 80
 MAX_MESSAGE_CHARS = 2000
+# A reason or note of a diagnosis of a log (a sentence that may quote the log's values).
+MAX_REASON_CHARS = 500
 
 
 # --- printing what came from outside -------------------------------------------------------------------

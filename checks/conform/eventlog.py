@@ -19,7 +19,7 @@ from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
 from flightcheck.checks.conform.schema import LogChecker, check_header, is_header
 from flightcheck.checks.conform.tracker import SpecTracker
 from flightcheck.checks.conform.validator import TraceValidator
-from flightcheck.checks.inputs import (MAX_LOG_REQUESTS, MAX_SHOWN_CHARS, InputError, json_type, parse_json,
+from flightcheck.checks.inputs import (MAX_LOG_REQUESTS, MAX_REASON_CHARS, MAX_SHOWN_CHARS, InputError, json_type, parse_json,
                                        printable, read_lines, record_lines, shorten)
 from flightcheck.spec.describe import describe
 from flightcheck.spec.model import FlightSpec
@@ -129,13 +129,11 @@ def validate_events(events: Iterable[dict[str, Any]], policy: Policy, *, num_pag
     return ValidationReport(True, len(events), validator.actions, None, final)
 
 
-# How long a reason or note of a diagnosis of a log may be: it quotes the log's values, which may be long.
-MAX_REASON_CHARS = 500
-
 
 def bounded(diagnosis: Diagnosis) -> Diagnosis:
     """``diagnosis`` safe to print however long or odd the log's values: every text escaped
-    (:func:`~flightcheck.checks.inputs.printable`) and cut (a reason to :data:`MAX_REASON_CHARS`, a
+    (:func:`~flightcheck.checks.inputs.printable`) and cut (a reason to
+    :data:`~flightcheck.checks.inputs.MAX_REASON_CHARS`, a
     string of the event to :data:`~flightcheck.checks.inputs.MAX_SHOWN_CHARS`)."""
     def cut(text: str, limit: int = MAX_REASON_CHARS) -> str:
         return printable(shorten(text, limit))
