@@ -19,8 +19,8 @@ from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
 from flightcheck.checks.conform.schema import LogChecker, check_header, is_header
 from flightcheck.checks.conform.tracker import SpecTracker
 from flightcheck.checks.conform.validator import TraceValidator
-from flightcheck.checks.inputs import (MAX_LOG_REQUESTS, MAX_REASON_CHARS, MAX_SHOWN_CHARS, InputError, json_type, parse_json,
-                                       printable, read_lines, record_lines, shorten)
+from flightcheck.checks.inputs import (MAX_LOG_REQUESTS, MAX_REASON_CHARS, MAX_SHOWN_CHARS, InputError, json_records,
+                                       printable, read_lines, shorten)
 from flightcheck.spec.describe import describe
 from flightcheck.spec.model import FlightSpec
 from flightcheck.spec.scenario import Policy, Scenario
@@ -58,10 +58,9 @@ def parse_events(lines: Iterable[str], source: str) -> tuple[list[dict[str, Any]
     """:func:`read_events` of lines already read (``flightcheck workload --from-events`` reads the file
     once and converts the same lines)."""
     events, header, checker = [], None, LogChecker(source)
-    for num, line in record_lines(lines, source, "an engine event log: JSON lines of events"):
-        obj = parse_json(line, source, num)  # one line at a time: the first bad event stops the reading
-        if not isinstance(obj, dict):
-            raise InputError(source, num, None, f"expected a JSON object, got {json_type(obj)}")
+    # Every line's JSON first, then the schema (a syntax error anywhere is named before a field); bounded
+    # by the readers' limits on the file's bytes and lines.
+    for num, obj in json_records(lines, source, "an engine event log: JSON lines of events"):
         if is_header(obj):
             if num != 1:
                 raise InputError(source, num, "policy", "a header line (a policy and no action) may only be "
