@@ -43,6 +43,7 @@ from typing import Any
 import click
 import typer
 from typer.core import TyperGroup
+from typer.exceptions import TyperException
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_FAULT = 0, 1, 2, 3
 
@@ -117,9 +118,9 @@ class FaultHandlingGroup(TyperGroup):
 
         try:
             return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, click.exceptions.Exit, click.ClickException, click.exceptions.Abort,
-                KeyboardInterrupt):
-            raise
+        except (typer.Exit, typer.Abort, TyperException, click.exceptions.Exit, click.ClickException,
+                click.exceptions.Abort, KeyboardInterrupt):
+            raise  # typer's own usage errors (its vendored click's BadParameter...) and exits: typer prints them
         except (InputError, ModelFileError) as error:
             raise usage_error(str(error)) from None
         except Exception as error:  # noqa: BLE001 - the point: nothing unexpected reads as a verdict

@@ -217,3 +217,16 @@ def test_a_report_folder_under_a_file_is_bad_input(tmp_path):
     (tmp_path / "d").write_text("")
     r = RUNNER.invoke(app, ["check", "--stage", "workload", "--report", str(tmp_path / "d" / "rep")])
     assert r.exit_code == 2 and "--report" in r.output and "Traceback" not in r.output, r.output
+
+
+def test_a_bad_parameter_raised_inside_a_command_is_a_usage_error_not_a_fault(monkeypatch):
+    import typer
+
+    import flightcheck.checks.cli.cmd_explore as cmd_explore
+
+    def refuse(name):
+        raise typer.BadParameter("no such thing", param_hint="--thing")
+
+    monkeypatch.setattr(cmd_explore, "variant_scenario", refuse)
+    r = RUNNER.invoke(app, ["variants"])
+    assert r.exit_code == 2 and "no such thing" in r.output and "flightcheck failed" not in r.output, r.output
