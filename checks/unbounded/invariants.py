@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from flightcheck.checks.unbounded.config import Config
 from flightcheck.spec.expr import And, Implies, Not, Or
-from flightcheck.spec.state import ABSENT, BLOCKED, DECODE, FAILED, NOT_CACHED, PREFILL, RESERVED, WAITING
+from flightcheck.spec.state import ABSENT, BLOCKED, DECODE, FAILED, FINISHED, NOT_CACHED, PREFILL, RESERVED, WAITING
 
 Check = Callable[[Any, Any], Any]
 
@@ -330,11 +330,18 @@ def waiting_leader_pins(m: Any, s: Any) -> Any:
                                                m.sig.forall("P", lambda k: Not(s.hold(j, k)))))
 
 
+@_lemma("New here (found as a counterexample to induction of released_hold_all): a finished leader whose flight "
+        "is still pending holds every shareable page of its prompt (finishing published them, and a leader keeps "
+        "its references until its flight is settled), so the followers its release pins hold them all.", _sf)
+def pending_leader_holds_all(m: Any, s: Any) -> Any:
+    return m.sig.forall("R", lambda f: Implies(And(s.fl(f), s.ph(f) == FINISHED), m.all_held(s, f)))
+
+
 LEMMAS: tuple[Invariant, ...] = (
     in_bounds, pages_are_prefixes, one_flight_per_member, absent_is_blank, terminated_is_forgotten,
     progress_matches_phase, cache_prefix_closed, nothing_cached_without_caching, held_is_cached, live_is_known,
     members_of_open_flights, one_pending_flight, uncoordinated_has_no_flights, one_busy_per_input,
-    next_page_uncached, released_hold_all, waiting_leader_pins,
+    next_page_uncached, released_hold_all, waiting_leader_pins, pending_leader_holds_all,
 )
 
 

@@ -40,7 +40,7 @@ class Finite:
 
     symbolic = False
 
-    def __init__(self, num_requests: int, req_class: Sequence[int], page_class: Sequence[int], capacity: int,
+    def __init__(self, num_requests: int, req_class: Sequence[int], page_class: Sequence[int], capacity: Any,
                  num_classes: int | None = None) -> None:
         self.req_class = tuple(req_class)
         self.page_class = tuple(page_class)
