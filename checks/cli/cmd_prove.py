@@ -12,6 +12,14 @@ For example::
     $ flightcheck prove --scenario mixed3 --release on-completion --json
     $ flightcheck equiv correct draining
     $ flightcheck equiv correct early-release --scenario burst2 --publication on-completion
+    $ flightcheck prove --unbounded                          # every safety property modelled, for all sizes
+    $ flightcheck prove --unbounded --variant early-release --json
+
+``prove --unbounded`` runs the relational model's proofs (:mod:`flightcheck.checks.unbounded`): one line
+per property, "proved for all sizes" (with the lemmas used and the solver time), "not inductive" with
+the counterexample to induction (the correct design) or "fails (CTI)" (a variant, beside the explorer's
+shortest path on its demo scenario), "unknown (timeout)", or "not modelled: reason". Exit 0 when every
+modelled property is proved, 1 otherwise, 2 for bad arguments.
 """
 
 from __future__ import annotations
@@ -86,6 +94,44 @@ def _uses(support: tuple[str, ...]) -> str:
     return ", ".join(support) if len(support) <= 2 else f"{len(support)} invariants"
 
 
+def _prove_unbounded(variant: str, release: Optional[str], publication: Optional[str], timeout: float,
+                     as_json: bool) -> None:
+    """``prove --unbounded``: the relational model's proofs, printed and turned into the exit status."""
+    from flightcheck.checks.unbounded.config import grid
+    from flightcheck.checks.unbounded.render import format_report, report_json
+    from flightcheck.checks.unbounded.run import explorer_confirms, prove_unbounded, variant_config
+    from flightcheck.checks.unbounded.variants import NOT_MODELLED as UNMODELLED_VARIANTS
+
+    if variant in UNMODELLED_VARIANTS:
+        raise usage_error(f"--unbounded: variant {variant!r} is not modelled: {UNMODELLED_VARIANTS[variant]}")
+    for opt, value, allowed in (("release", release, RELEASES), ("publication", publication, PUBLICATIONS)):
+        if value is not None and value not in allowed:
+            raise usage_error(f"--{opt} must be one of {', '.join(allowed)}; got {value!r}")
+    if not 0 < timeout <= 600:
+        raise usage_error(f"--timeout must be 0 < seconds <= 600; got {timeout}")
+    configs = grid() if variant == "correct" else [variant_config(variant)]
+    configs = [c for c in configs if (release is None or c.release == release)
+               and (publication is None or c.publication == publication)]
+    if not configs:
+        raise usage_error("--unbounded: no configuration matches --release and --publication")
+    report = prove_unbounded(variant, configs, timeout_ms=int(timeout * 1000))
+    confirm = None if variant == "correct" else explorer_confirms(variant)
+    if as_json:
+        out = report_json(report)
+        if confirm is not None:
+            out["explorer"] = {"scenario": confirm[0], "property": VARIANTS[variant].expected_violation,
+                               "shortest_path": confirm[1]}
+        print(json.dumps(out, indent=2))
+    else:
+        print(format_report(report))
+        if confirm is not None:
+            must = VARIANTS[variant].expected_violation
+            found = f"violated in {confirm[1]} steps" if confirm[1] is not None else "not violated"
+            print(f"\nexplorer on {confirm[0]}: {must} {found} (`flightcheck explore --variant {variant}`): "
+                  "the violation is reachable at that size; the CTI above is the unbounded proof's evidence")
+    raise typer.Exit(0 if report.ok else 1)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``prove`` and ``equiv`` to the app."""
 
@@ -104,8 +150,19 @@ def register(app: typer.Typer) -> None:
         path_out: Optional[Path] = typer.Option(None, "--path-out",
                                                 help="Write the first violation's path for `flightcheck replay`."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
+        unbounded: bool = typer.Option(False, "--unbounded", help="Prove the safety properties for all sizes "
+                                       "(any number of requests, classes, pages) on the relational model."),
+        timeout: float = typer.Option(30.0, "--timeout", help="With --unbounded: seconds per solver query "
+                                      "(a query that runs out is 'unknown', never proved)."),
     ) -> None:
         """Prove every safety property by k-induction; BMC to --depth for the rest. Exit 1 on a violation."""
+        if unbounded:
+            _variant(variant)
+            given = [o for o, v in (("--scenario", scenario), ("--depth", depth), ("--path-out", path_out),
+                                    ("--coordination", coordination)) if v is not None]
+            if given or max_k != 2:
+                raise usage_error(f"--unbounded proves for all sizes; it takes no {', '.join(given) or '--max-k'}")
+            _prove_unbounded(variant, release, publication, timeout, as_json)
         if (depth is not None and depth < 0) or not 1 <= max_k <= 5:
             raise usage_error(f"--depth must be >= 0 and --max-k 1..5; got depth={depth}, max-k={max_k}")
         _variant(variant)
