@@ -46,6 +46,7 @@ from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_FAULT = 0, 1, 2, 3
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a program whose reader left
 
 _ROOT = Path(__file__).resolve().parents[2]  # the folder that holds spec/, impl/ and checks/
 _CHECKED = {"impl": "engine", "spec": "spec"}  # the code under check, by top-level folder
@@ -123,5 +124,11 @@ class FaultHandlingGroup(TyperGroup):
             raise  # typer's own usage errors (its vendored click's BadParameter...) and exits: typer prints them
         except (InputError, ModelFileError) as error:
             raise usage_error(str(error)) from None
+        except BrokenPipeError:  # `flightcheck ... | head`: the reader left; not a fault and not a verdict
+            try:  # as Python's docs advise: point stdout at nothing so that the exit's flush cannot fail again
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError):
+                pass
+            raise typer.Exit(EXIT_BROKEN_PIPE) from None
         except Exception as error:  # noqa: BLE001 - the point: nothing unexpected reads as a verdict
             raise report_fault(error) from None

@@ -230,3 +230,15 @@ def test_a_bad_parameter_raised_inside_a_command_is_a_usage_error_not_a_fault(mo
     monkeypatch.setattr(cmd_explore, "variant_scenario", refuse)
     r = RUNNER.invoke(app, ["variants"])
     assert r.exit_code == 2 and "no such thing" in r.output and "flightcheck failed" not in r.output, r.output
+
+
+def test_a_reader_that_leaves_is_neither_a_fault_nor_a_verdict(monkeypatch, crash_dir):
+    import flightcheck.checks.cli.cmd_explore as cmd_explore
+
+    def gone(name):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(cmd_explore, "variant_scenario", gone)
+    monkeypatch.setattr(os, "dup2", lambda *a: None)  # the runner's captured stdout has no descriptor to point away
+    r = RUNNER.invoke(app, ["variants"])
+    assert r.exit_code == 141 and "flightcheck failed" not in r.output and not crash_dir.exists(), r.output
