@@ -337,11 +337,17 @@ def pending_leader_holds_all(m: Any, s: Any) -> Any:
     return m.sig.forall("R", lambda f: Implies(And(s.fl(f), s.ph(f) == FINISHED), m.all_held(s, f)))
 
 
+@_lemma("New here: without the expiry action no wait has expired.", lambda c: not (c.expiry and c.single_flight))
+def nothing_expired(m: Any, s: Any) -> Any:
+    return m.sig.forall("R", lambda j: Not(s.exp(j)))
+
+
 LEMMAS: tuple[Invariant, ...] = (
     in_bounds, pages_are_prefixes, one_flight_per_member, absent_is_blank, terminated_is_forgotten,
     progress_matches_phase, cache_prefix_closed, nothing_cached_without_caching, held_is_cached, live_is_known,
     members_of_open_flights, one_pending_flight, uncoordinated_has_no_flights, one_busy_per_input,
     next_page_uncached, released_hold_all, waiting_leader_pins, pending_leader_holds_all,
+    nothing_expired,
 )
 
 

@@ -69,7 +69,9 @@ class RelModel:
             "notify": c.notifications, "notify_unknown": c.notifications,
             "expire": c.expiry and c.single_flight,
             "promote": c.single_flight and c.leader_loss == "promote" and (c.aborts or c.failures),
-            "release": c.single_flight, "publish": c.prefix_caching,
+            "release": c.single_flight,
+            # publish is never enabled under on-completion publication unless a leader publishes at its release point
+            "publish": c.prefix_caching and (c.publication == "incremental" or (c.single_flight and c.release == "after-prefill")),
         }
         self.actions = tuple((n, a) for n, a in ACTIONS if present.get(n, True))
 
