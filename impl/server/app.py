@@ -246,7 +246,12 @@ class _Reply:
                 "choices": choices, **extra}
 
     def _extension(self, result: Any) -> dict:
+        # Why the computed count is here: OpenAI's usage says what the cache served (cached_tokens) but not
+        # what this request prefilled itself, and an outside probe needs both to count duplicated work.
+        # A reply that reaches here finished its prefill, so it computed every prompt token it did not
+        # recover (a follower's recovered tokens include the pages its leader published for it).
         return {"request_id": self.request_id, "role": result.role, "recovered_tokens": result.recovered_tokens,
+                "prompt_tokens_computed": len(result.prompt_token_ids) - result.recovered_tokens,
                 "ttft_ms": None if result.ttft_s is None else round(result.ttft_s * 1e3, 3),
                 "completion_ms": None if result.completion_s is None else round(result.completion_s * 1e3, 3)}
 
