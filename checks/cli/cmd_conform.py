@@ -289,13 +289,35 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def probe(
-        model: str = typer.Option("tiny", help="tiny | smollm2"),
+        model: Optional[str] = typer.Option(None, help="tiny | smollm2 (default tiny); with --url: the served "
+                                            "model's name (default: the first one /v1/models lists)"),
         requests: int = typer.Option(8, min=2, max=32, help="Identical cold requests (the first one held)."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+        url: Optional[str] = typer.Option(None, help="Probe a live OpenAI-compatible server from outside "
+                                          "(http://HOST:PORT/v1) instead of the engine in this process."),
+        report: Optional[Path] = typer.Option(None, help="With --url: write index.html (plots) and probe.json here."),
+        expect: Optional[str] = typer.Option(None, help="With --url: coalesce | recompute; exit 1 when the "
+                                             "identical-request shapes say otherwise."),
+        repeats: int = typer.Option(3, min=1, max=10, help="With --url: runs of each shape (interleaved)."),
+        shared_pages: int = typer.Option(4, min=1, max=64, help="With --url: KV pages of the shared part."),
+        timeout: float = typer.Option(60.0, min=1, max=3600, help="With --url: seconds per request."),
+        max_total_tokens: int = typer.Option(200_000, min=1, help="With --url: refuse to send more tokens in all."),
+        seed: Optional[int] = typer.Option(None, help="With --url: the nonces' random seed."),
     ) -> None:
-        """Hold the leader at a barrier while identical cold requests arrive; count duplicated prefill work."""
+        """Hold the leader at a barrier while identical cold requests arrive; count duplicated prefill work.
+        With --url: measure the same, from outside, on any OpenAI-compatible server."""
+        if url is not None:
+            from flightcheck.checks.outside.run import probe_url_command
+
+            raise typer.Exit(probe_url_command(url, model, as_json=as_json, report=report, expect=expect,
+                                               repeats=repeats, shared_pages=shared_pages, timeout=timeout,
+                                               max_total_tokens=max_total_tokens, seed=seed))
+        for name, value in (("report", report), ("expect", expect), ("seed", seed)):
+            if value is not None:
+                raise usage_error(f"--{name} goes with --url (the outside probe)")
         from flightcheck.checks.conform.probe import probe as run_probe
 
+        model = model or "tiny"
         check_choice("model", model, ("tiny", "smollm2"))
         loaded_model(model)
         results = [run_probe(c, model=model, num_requests=requests) for c in ("none", "single-flight")]

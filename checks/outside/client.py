@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
 import socket
 import ssl
 import time
@@ -103,7 +104,8 @@ async def _open(endpoint: Endpoint, timeout: float) -> Connection:
     except asyncio.TimeoutError:
         raise ProbeError(f"{endpoint.root} did not accept a connection within {timeout:g} s") from None
     except OSError as error:
-        reason = error.strerror or str(error) or type(error).__name__
+        # asyncio's own message ("Connect call failed (...)") hides the reason its errno names
+        reason = os.strerror(error.errno) if error.errno else str(error) or type(error).__name__
         raise ProbeError(f"cannot reach {endpoint.root}: {reason.lower()}") from None
     sock = writer.get_extra_info("socket")
     if sock is not None:
@@ -120,7 +122,7 @@ def _request(endpoint: Endpoint, method: str, path: str, body: dict | None) -> b
     return head.encode() + data
 
 
-def _error_text(body: Any) -> str:
+def error_text(body: Any) -> str:
     """The message of an OpenAI-shaped error body, or the start of whatever came."""
     if isinstance(body, dict):
         error = body.get("error", body.get("detail", body))
@@ -148,7 +150,7 @@ async def fetch(endpoint: Endpoint, path: str, *, timeout: float, body: dict | N
         conn.close()
     result = conn.response.body
     if want_json and not isinstance(result, (dict, list)) and conn.response.status == 200:
-        raise ProbeError(f"{endpoint.root}{path} answered 200 but not JSON: {_error_text(result)!r}")
+        raise ProbeError(f"{endpoint.root}{path} answered 200 but not JSON: {error_text(result)!r}")
     return conn.response.status, result
 
 
@@ -209,7 +211,7 @@ async def stream_completion(endpoint: Endpoint, body: dict, exchange: Exchange, 
                 await conn.read_whole(timeout)
                 what = (f"answered {exchange.status}" if exchange.status != 200
                         else "answered 200 without a server-sent event stream")
-                exchange.error = f"POST {endpoint.path}/completions {what}: {_error_text(conn.response.body)}"
+                exchange.error = f"POST {endpoint.path}/completions {what}: {error_text(conn.response.body)}"
                 return exchange
             while True:
                 events = await conn.next_events(timeout)
@@ -221,7 +223,7 @@ async def stream_completion(endpoint: Endpoint, body: dict, exchange: Exchange, 
                     if not isinstance(event, dict):
                         continue
                     if "error" in event:
-                        exchange.error = f"the stream ended with an error: {_error_text(event)}"
+                        exchange.error = f"the stream ended with an error: {error_text(event)}"
                         continue
                     exchange.num_chunks += 1
                     if exchange.ttft_s is None and _first_token(event):
@@ -284,5 +286,5 @@ async def settle(tasks: list[asyncio.Task]) -> None:
         raise
 
 
-__all__ = ["Endpoint", "Exchange", "ProbeError", "fetch", "parse_metrics", "scrape", "send_burst", "settle",
+__all__ = ["Endpoint", "Exchange", "ProbeError", "error_text", "fetch", "parse_metrics", "scrape", "send_burst", "settle",
            "stream_completion"]

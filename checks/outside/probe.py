@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flightcheck.checks.outside.client import (
-    Endpoint, Exchange, ProbeError, fetch, scrape, send_burst, settle, stream_completion,
+    Endpoint, Exchange, ProbeError, error_text, fetch, scrape, send_burst, settle, stream_completion,
 )
 
 MAX_CONCURRENT = 8          # never more requests in flight at once
@@ -151,9 +151,11 @@ class Report:
 async def discover(endpoint: Endpoint, model: str | None, opts: Options, rng: random.Random) -> Server:
     """Checks the server is OpenAI-compatible and learns its model, page size, prompt form and counters."""
     status, body = await fetch(endpoint, endpoint.path + "/models", timeout=opts.timeout_s)
-    if status != 200:
+    if status in (404, 405):
         raise ProbeError(f"GET {endpoint.base}/models answered {status}: not an OpenAI-compatible endpoint "
                          f"(does the URL end in /v1?)")
+    if status != 200:
+        raise ProbeError(f"GET {endpoint.base}/models answered {status}: {error_text(body)}")
     data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(data, list) or not all(isinstance(m, dict) and isinstance(m.get("id"), str) for m in data):
         raise ProbeError(f"GET {endpoint.base}/models did not list models as OpenAI does ({{\"data\": [{{\"id\": ...}}]}})")

@@ -154,7 +154,7 @@ def _evidence(runs: list[Instance], computed: list, cached: list, controls: list
     for i, inst in enumerate(runs):
         known = [t for t in ttfts[i] if t is not None]
         ttft = f"TTFT {min(known):.1f}-{max(known):.1f} ms" if known else "no TTFT"
-        lines.append(f"repeat {inst.repeat}: computed {computed[i]}, cached {cached[i]} ({source}); {ttft}; "
+        lines.append(f"repeat {inst.repeat}: computed {computed[i]}, cached {cached[i]}; {ttft}; "
                      f"warm control cached {controls[i]}")
         if inst.metrics_delta:
             shown = ", ".join(f"{k} +{v:g}" for k, v in sorted(inst.metrics_delta.items()))
