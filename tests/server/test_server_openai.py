@@ -71,6 +71,8 @@ def test_concurrent_identical_requests_meet_in_one_flight(server, expected):
     # However the four arrivals interleave, the first opens a flight and the others reuse its 6 pages:
     # as followers of that flight, or as hits after it finished.
     assert sorted(r.usage.prompt_tokens_details.cached_tokens for r in replies) == [0, 96, 96, 96]
+    # what each request prefilled itself, so an outside probe can count duplicated work per request
+    assert sorted(r.flightcheck["prompt_tokens_computed"] for r in replies) == [4, 4, 4, 100]
     assert m["flightcheck_engine_prefill_tokens_total"] == 100 + 3 * 4
     assert m["flightcheck_engine_recovered_tokens_total"] == 288
     assert m['flightcheck_requests_total{finish_reason="length"}'] == 4
