@@ -67,7 +67,9 @@ def test_the_replayed_draw_is_numpys_own():
     sampler, outputs = Sampler(params, 0), []
     for _ in range(6):
         outputs.append(sampler.sample(reference_logits(model, prompt + outputs)[-1]))
-    assert np.array_equal(reference_logits(model, prompt + outputs, len(prompt)),
-                          reference_logits(model, prompt + outputs)[len(prompt):])
+    # The head of the rows asked for is the head of the whole sequence's rows, up to BLAS rounding (a
+    # product of another shape may block its sums differently: 3e-6 apart on one CI run).
+    assert np.allclose(reference_logits(model, prompt + outputs, len(prompt)),
+                       reference_logits(model, prompt + outputs)[len(prompt):], rtol=1e-5, atol=1e-4)
     assert output_problems(model, prompt, outputs, params) == []
     assert output_problems(model, prompt, outputs, SamplingParams(temperature=4.0, seed=12, max_tokens=6)) != []
