@@ -1,4 +1,5 @@
-"""``flightcheck bench``: the seed's seven experiments, leader-abort and overlap end to end on the real SmolLM2 (quick sizes), their
+"""``flightcheck bench``: the seed's seven experiments, leader-abort and overlap end to end (quick sizes; the tiny
+model by default, the real SmolLM2 with FLIGHTCHECK_SLOW=1), their
 tables, JSON and plots; the exact token counts each experiment is about; the same burst through HTTP
 (a local server per run, and a running server at a URL); bad arguments exit 2."""
 
@@ -8,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flightcheck.checks.cli.app import app
+from switches import SLOW
 
 
 def bench(*args):
@@ -21,8 +23,10 @@ def rows(out, name):
 
 @pytest.fixture(scope="module")
 def quick_all(tmp_path_factory):
+    """All nine experiments: on the tiny model by default (5 s; the token counts do not depend on the
+    model), on SmolLM2 with FLIGHTCHECK_SLOW=1 (100 s). The HTTP burst below always runs SmolLM2."""
     out = tmp_path_factory.mktemp("bench")
-    result = bench("all", "--quick", "--out", str(out))
+    result = bench("all", "--quick", "--out", str(out), *(() if SLOW else ("--model", "tiny")))
     assert result.exit_code == 0, result.output
     return out, result.output
 
