@@ -69,6 +69,8 @@ SCHEMA: dict[str, tuple[str, Callable[[Any], bool]]] = {
                  lambda v: isinstance(v, list) and all(map(_str, v)) and v == sorted(v)),
     "prove": ("an object of property name -> verdict text",
               lambda v: isinstance(v, dict) and all(map(_str, v.values()))),
+    "unbounded": ("an object of invariant name -> proved, cti or unknown",
+                  lambda v: isinstance(v, dict) and all(x in ("proved", "cti", "unknown") for x in v.values())),
     "equiv": ("[verdict, sequence length]", _pair(_str, _count)),
     "workload": ("[cold attempts, removable attempts]", _pair(_count, _count)),
     "fingerprint": ("an object of property name -> states where it holds",

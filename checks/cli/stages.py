@@ -160,10 +160,16 @@ def variants_stage(ctx: Context) -> list[Row]:
 
 # --- prove -----------------------------------------------------------------------------------------------
 def _prove_items(quick: bool) -> list[Any]:
+    """The bounded proofs' scenarios. ``quick`` keeps burst2 (beside its proof for all sizes) and the
+    smaller scenarios the relational model does not cover (prompt trees, the page pool): on the others
+    the rows "for all sizes" say more than a proof per scenario."""
+    from flightcheck.checks.unbounded.config import unmodelled
+
     items = []
     for name, scn in SCENARIOS.items():
-        if quick and name in ("burst4-abort", "burst3-abort", "burst3-fail", "burst3-expire", "mixed3", "doc3",
-                              "doc3-abort", "doc3-evict", "doc3-pool", "doc3-expire"):
+        if quick and (name in ("burst4-abort", "burst3-abort", "burst3-fail", "burst3-expire", "mixed3", "doc3",
+                               "doc3-abort", "doc3-evict", "doc3-pool", "doc3-expire")
+                      or (name != "burst2" and unmodelled(scn) is None)):
             continue
         for release in RELEASES:
             for publication in PUBLICATIONS:
@@ -195,8 +201,9 @@ def _prove_one(scn: Any) -> tuple[str, dict[str, Any], float, dict[str, Any]]:
 def prove_stage(ctx: Context) -> list[Row]:
     """k-induction for every safety property and lemma of the correct design, each default scenario,
     both release points and both publications (and the other leader-loss policy where a leader can be
-    lost). A row fails on a violation, and on any verdict other than the recorded one (a property that
-    drops from proved to bounded fails here even though nothing is violated)."""
+    lost; ``quick``: see :func:`_prove_items`), then the proofs for all sizes (:func:`unbounded_rows`).
+    A row fails on a violation, and on any verdict other than the recorded one (a property that drops
+    from proved to bounded fails here even though nothing is violated)."""
     rows = []
     for key, verdicts, seconds, evidence in _parallel(_prove_one, _prove_items(ctx.quick), ctx.jobs):
         proved = [p for p, v in verdicts.items() if v.startswith("proved")]
@@ -214,6 +221,77 @@ def prove_stage(ctx: Context) -> list[Row]:
             moved += [f"{p}: {w} -> gone" for p, w in was.items() if p not in verdicts]
             detail = "proofs changed (" + "; ".join(moved) + "); " + detail
         rows.append(Row("prove", key, not violated and not changed, detail, seconds, {**evidence, "verdicts": verdicts}))
+    return rows + unbounded_rows(ctx)
+
+
+def _unbounded_one(config: Any) -> tuple[str, dict[str, str], float, dict[str, Any]]:
+    from flightcheck.checks.unbounded.checker import prove_config
+    from flightcheck.checks.unbounded.render import cti_json, format_cti
+
+    rep = prove_config(config)
+    verdicts = {v.name: v.status for v in rep.verdicts}
+    # The bounded rows' shape (the report reads both): an inductive invariant is a proof with k=1.
+    details = {v.name: {"kind": v.kind, "status": v.status, "k": 1 if v.status == "proved" else None,
+                        "lemma": v.kind == "lemma", "support": list(v.support), "seconds": round(v.seconds, 3),
+                        "reason": v.reason, "counterexample": None,
+                        "counterexample_to_induction": (dict(cti_json(v.cti), text=format_cti(v.cti))
+                                                        if v.cti is not None else None)}
+               for v in rep.verdicts}
+    return config.label(), verdicts, rep.seconds, {"config": config.label(), "environment": config.environment(),
+                                                   "queries": rep.queries, "details": details}
+
+
+def _drift_items(quick: bool) -> list[Any]:
+    """The flat default scenarios (under every policy of their grid) on which the relational model is
+    compared with the spec; ``quick``: the two-request ones with aborts and with eviction."""
+    from flightcheck.checks.unbounded.config import unmodelled
+
+    names = ["burst2-abort", "burst2-evict"] if quick else [n for n, scn in SCENARIOS.items() if unmodelled(scn) is None]
+    return [s for n in names for s in policy_grid(SCENARIOS[n]) if unmodelled(s) is None]
+
+
+def _drift_one(scn: Any) -> tuple[str, bool, str, float, dict[str, Any]]:
+    from flightcheck.checks.unbounded.drift import check_drift
+
+    r = check_drift(scn)
+    detail = (f"the relational model is the spec's design on {r.states} states, {r.transitions} transitions"
+              if r.ok else f"the relational model departs from the spec: {r.mismatches[0]}"
+              + (f" (and {len(r.mismatches) - 1} more)" if len(r.mismatches) > 1 else ""))
+    return _key(scn), r.ok, detail, r.seconds, {**_where(scn), "states": r.states, "transitions": r.transitions,
+                                                 "mismatches": r.mismatches}
+
+
+def unbounded_rows(ctx: Context) -> list[Row]:
+    """The proofs for any number of requests, pages and flights (:mod:`flightcheck.checks.unbounded`):
+    a row per configuration of the relational model, its verdicts compared with the recorded ones, then
+    the drift rows that tie the hand-written relational model to the spec (every reachable state of the
+    flat default scenarios, every action: same guard, same successor, same property readings)."""
+    from flightcheck.checks.unbounded.config import grid
+    from flightcheck.checks.unbounded.invariants import NOT_MODELLED
+
+    rows = []
+    for label, verdicts, seconds, evidence in _parallel(_unbounded_one, grid(), ctx.jobs):
+        props = [n for n, d in evidence["details"].items() if d["kind"] == "property"]
+        bad = [n for n in props if verdicts[n] != "proved"]
+        if bad:
+            first = evidence["details"][bad[0]]
+            cti = first["counterexample_to_induction"]
+            why = f"counterexample to induction under {cti['action']}" if cti else first["reason"] or "timeout"
+            detail = f"not proved for all sizes: {', '.join(bad)} ({bad[0]}: {why})"
+        else:
+            detail = f"{len(props)}/{len(props)} proved for all sizes; bounded only: {', '.join(NOT_MODELLED)}"
+        changed = ctx.expect.compare("unbounded", label, verdicts)
+        if changed and ctx.expect.has("unbounded", label):
+            was = ctx.expect.recorded["unbounded"][label]
+            moved = [f"{p}: {was.get(p)} -> {v}" for p, v in verdicts.items() if was.get(p) != v]
+            moved += [f"{p}: {w} -> gone" for p, w in was.items() if p not in verdicts]
+            detail = "proofs changed (" + "; ".join(moved) + "); " + detail
+        elif changed:
+            detail = f"proofs {changed}; " + detail
+        rows.append(Row("prove", f"for all sizes: {label}", not bad and not changed, detail, seconds,
+                        {**evidence, "verdicts": verdicts, "not_modelled": dict(NOT_MODELLED)}))
+    for key, ok, detail, seconds, evidence in _parallel(_drift_one, _drift_items(ctx.quick), ctx.jobs):
+        rows.append(Row("prove", f"relational model = spec: {key}", ok, detail, seconds, evidence))
     return rows
 
 

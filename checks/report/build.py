@@ -163,7 +163,7 @@ def build_report(rows: Iterable[Any], *, options: dict[str, Any] | None = None, 
             if story is not None:
                 report.variants.append(story)
     for r in by_stage.get("prove", []):
-        if r["item"] != "(stage)":
+        if r["item"] != "(stage)" and "mismatches" not in r["evidence"]:  # a drift row has no proof table
             table = _safely(report, f"proof {r['item']}", _proof, r)
             if table is not None:
                 report.proofs.append(table)

@@ -35,6 +35,7 @@ RULES: list[tuple[str, tuple[str, ...], str]] = [
     ("impl/", CONFORM, "the engine (only the conformance stages run it)"),
     ("checks/explore/", GRAPH + CONFORM + ("server",), "the explorer (also read by the proofs and conformance)"),
     ("checks/proofs/", ("prove", "equiv"), "the proofs"),
+    ("checks/unbounded/", ("prove",), "the proofs for all sizes (rows of the prove stage)"),
     ("checks/conform/", CONFORM + ("server",), "conformance (the server's harness reads its event log)"),
     ("checks/server/", ("server",), "the server campaign"),
     ("checks/workload/", ("workload",), "the workload model"),

@@ -53,6 +53,8 @@ def test_every_figure_check_pins_is_recorded():
             "variants": mutants, "violated": mutants, "prove": {_key(s) for s in _prove_items(False)},
             "equiv": set(VARIANTS) - {"correct"}, "workload": {"conversation", "synthetic"}}
     want["fingerprint"] = want["explore"]  # every default scenario is explored by the reference explorer
+    from flightcheck.checks.unbounded.config import grid
+    want["unbounded"] = {c.label() for c in grid()}
     recorded = Expectations.load().recorded
     for stage, keys in want.items():
         assert keys <= set(recorded.get(stage, {})), (stage, sorted(keys - set(recorded.get(stage, {}))))
@@ -72,3 +74,26 @@ def test_a_figure_other_than_the_recorded_one_fails_its_row():
     assert rows["early-release"].detail.startswith("the properties it violates changed (was [\"no_deadlock\", "
                                                    "\"release_after_publication\"], now [\"release_after_publication\", \"single_prefill\"])")
     assert rows["forget-at-release"].ok
+
+
+def test_the_proofs_for_all_sizes_are_prove_rows_compared_with_their_recording(monkeypatch):
+    """A row per configuration of the relational model (one here, to keep the test short) and its drift
+    rows; a verdict other than the recorded one fails its row and says which moved."""
+    from flightcheck.checks.cli import stages
+    from flightcheck.checks.cli.expect import Expectations
+    from flightcheck.checks.unbounded import config
+    from flightcheck.spec.scenario import SCENARIOS
+
+    none = config.Config(coordination="none")
+    monkeypatch.setattr(config, "grid", lambda: [none])
+    monkeypatch.setattr(stages, "_drift_items", lambda quick: [SCENARIOS["burst2-abort"]])
+    rows = stages.unbounded_rows(stages.Context(quick=True, jobs=1, expect=Expectations.load()))
+    assert [r.item for r in rows] == ["for all sizes: none/after-prefill/incremental release-all",
+                                      "relational model = spec: burst2-abort after-prefill incremental release-all"]
+    assert all(r.ok for r in rows), [r.detail for r in rows]
+    assert rows[0].detail.startswith("7/7 proved for all sizes; bounded only: refcounts_exact")
+    assert rows[1].detail == "the relational model is the spec's design on 113 states, 1921 transitions"
+    recorded = Expectations.load().recorded["unbounded"][none.label()]
+    book = Expectations({"unbounded": {none.label(): dict(recorded, known_once="cti")}})
+    [row, _] = stages.unbounded_rows(stages.Context(quick=True, jobs=1, expect=book))
+    assert not row.ok and row.detail.startswith("proofs changed (known_once: cti -> proved); 7/7 proved")
