@@ -58,8 +58,14 @@ def test_the_hook_serves_the_mutated_source_and_only_it(test_stages):
     assert run.result["served_mutant"] is True
 
 
+# The whole conform stage takes 35-45 s here; by default its cheapest parts stand in for it (the probe and
+# the hand-written shapes), FLIGHTCHECK_SLOW=1 runs the whole stage.
+PARTS = QUICK if SLOW else RunOptions(stages=("flightcheck.checks.cli.stages:probe_rows",
+                                              "flightcheck.checks.cli.stages:shape_rows"), quick=True, jobs=1)
+
+
 def test_baseline_passes_on_the_unmutated_engine():
-    base = run_baseline(QUICK)
+    base = run_baseline(PARTS)
     assert base.status == "ok" and base.rows and all(r["ok"] for r in base.rows)
     assert {r["stage"] for r in base.rows} == {"conform"}
 
@@ -84,11 +90,7 @@ def test_a_mutant_the_checks_kill_is_reported_with_its_property_and_shortest_run
 def test_a_survivor_is_reported_with_its_diff():
     target = resolve_target("impl/scheduler.py")
     p, mutant = _mutant(target, T_ROUNDED)   # the arrival time's rounding: no check reads it
-    # The whole conform stage takes as long as the baseline above (45 s); by default its cheapest part,
-    # the probe and the hand-written shapes, FLIGHTCHECK_SLOW=1 runs the whole stage.
-    parts = ("flightcheck.checks.cli.stages:probe_rows", "flightcheck.checks.cli.stages:shape_rows")
-    opts = QUICK if SLOW else RunOptions(stages=parts, quick=True, jobs=1)
-    outcome = run_mutant(mutant, target.path, opts, timeout=300)
+    outcome = run_mutant(mutant, target.path, PARTS, timeout=300)
     assert outcome.status == "survived" and outcome.imported is True
     record = build_record(p, [outcome], {"files": [target.file]})
     assert record["score"]["survived"] == 1 and record["score"]["score"] == 0.0
