@@ -16,7 +16,7 @@ import importlib
 
 import typer
 
-from flightcheck.checks.cli.faults import FaultHandlingGroup
+from flightcheck.checks.faults import FaultHandlingGroup
 
 app = typer.Typer(
     cls=FaultHandlingGroup,  # an exception a command lets escape: exit 2 for bad input, 3 for a fault, never 1

@@ -22,7 +22,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from flightcheck.checks.cli.errors import usage_error
+from flightcheck.checks.errors import usage_error
 
 
 def register(app: typer.Typer) -> None:

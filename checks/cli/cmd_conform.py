@@ -22,7 +22,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from flightcheck.checks.cli.errors import check_choice, loaded_model, usage_error
+from flightcheck.checks.errors import check_choice, loaded_model, usage_error
 from flightcheck.checks.inputs import shown
 from flightcheck.spec.scenario import COORDINATIONS, LEADER_LOSSES, PUBLICATIONS, RELEASES, SCENARIOS, Policy
 

@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Generate the teaching walkthrough from the spec: each step of the design's story illustrated by a
         run the explorer found, every bug of the design history as its counterexample."""
-        from flightcheck.checks.cli.errors import usage_error
+        from flightcheck.checks.errors import usage_error
         from flightcheck.checks.report.markdown import stale_files, walkthrough_files, write_walkthrough
 
         if out.suffix.lower() != ".md":

@@ -24,7 +24,7 @@ import typer
 from rich.console import Console
 
 from flightcheck.checks.cli.config_options import build_config, config_parameters, with_options
-from flightcheck.checks.cli.errors import usage_error
+from flightcheck.checks.errors import usage_error
 
 # Why 1024: the server holds many clients' pages at once; EngineConfig's own default (512) suits a
 # single process's experiments.

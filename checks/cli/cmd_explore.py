@@ -25,8 +25,8 @@ import typer
 from rich.console import Console
 from rich.live import Live
 
-from flightcheck.checks.cli.defaults import variant_scenario
-from flightcheck.checks.cli.errors import check_choice, usage_error
+from flightcheck.checks.suite.defaults import variant_scenario
+from flightcheck.checks.errors import check_choice, usage_error
 from flightcheck.spec.scenario import (
     COORDINATIONS, PUBLICATIONS, RELEASES, SCALE_SCENARIOS, SCENARIOS, Scenario, burst,
 )
@@ -235,9 +235,9 @@ def register(app: typer.Typer) -> None:
         2 bad arguments (or a refused --record), 3 flightcheck itself failed (the run is not a verdict).
         With --baseline REF: what behaviour changed since REF, instead of the stages (exit 1 when a verdict
         regressed)."""
-        from flightcheck.checks.cli.expect import EXPECTATIONS_PATH, load, writable
-        from flightcheck.checks.cli.faults import EXIT_FAILED, EXIT_FAULT, EXIT_OK
-        from flightcheck.checks.cli.suite import STAGES, RecordRefused, run_suite
+        from flightcheck.checks.suite.expect import EXPECTATIONS_PATH, load, writable
+        from flightcheck.checks.faults import EXIT_FAILED, EXIT_FAULT, EXIT_OK
+        from flightcheck.checks.suite.job import STAGES, RecordRefused, run_suite
 
         check_choice("model", model, ("tiny", "smollm2"))
         known = [s for s, _p, _m in STAGES]

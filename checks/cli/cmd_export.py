@@ -16,7 +16,7 @@ from typing import Optional
 import typer
 
 from flightcheck.checks.cli.cmd_explore import build_scenario
-from flightcheck.checks.cli.errors import check_choice, usage_error
+from flightcheck.checks.errors import check_choice, usage_error
 from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCALE_SCENARIOS, SCENARIOS
 from flightcheck.spec.variants import VARIANTS
 

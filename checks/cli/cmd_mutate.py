@@ -25,7 +25,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from flightcheck.checks.cli.errors import usage_error
+from flightcheck.checks.errors import usage_error
 from flightcheck.checks.inputs import shown
 
 

@@ -2,7 +2,7 @@
 
 Without ``--scenario`` a variant runs on its demo scenario under its demo policy (a mutant under that
 policy only), and ``equiv`` compares two designs on the demo of the one that is not ``correct``, as
-``explore --variant`` and ``check`` do (:mod:`flightcheck.checks.cli.defaults`), so the lengths agree.
+``explore --variant`` and ``check`` do (:mod:`flightcheck.checks.suite.defaults`), so the lengths agree.
 
 For example::
 
@@ -33,10 +33,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from flightcheck.checks.cli.defaults import (
+from flightcheck.checks.suite.defaults import (
     PROVE_DEPTH, equiv_depth, is_mutant, pair_scenario, variant_scenario,
 )
-from flightcheck.checks.cli.errors import usage_error
+from flightcheck.checks.errors import usage_error
 from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS, Scenario
 from flightcheck.spec.variants import VARIANTS
 

@@ -20,7 +20,7 @@ from typing import Any, Optional
 import typer
 from rich.console import Console
 
-from flightcheck.checks.cli.errors import usage_error
+from flightcheck.checks.errors import usage_error
 from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS
 from flightcheck.spec.variants import VARIANTS
 

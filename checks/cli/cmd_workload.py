@@ -25,7 +25,7 @@ from pathlib import Path
 
 import typer
 
-from flightcheck.checks.cli.errors import usage_error
+from flightcheck.checks.errors import usage_error
 from flightcheck.checks.inputs import MAX_WORKERS, printable, shown
 
 _SHARED_NAMES = ("conversation", "synthetic")

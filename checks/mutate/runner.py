@@ -9,7 +9,7 @@ classifies each mutant from its process: a failed row, a crash or a timeout kill
 For example::
 
     >>> ENGINE_STAGES
-    ('flightcheck.checks.cli.stages:conform_stage',)
+    ('flightcheck.checks.suite.stages:conform_stage',)
     >>> default_timeout(6.0)
     120.0
 """
@@ -34,7 +34,7 @@ from flightcheck.checks.mutate.generate import Mutant
 from flightcheck.checks.mutate.results import Kill, Outcome
 
 # The stages of `flightcheck check` that test the engine (the others read the spec or traces only).
-ENGINE_STAGES: tuple[str, ...] = ("flightcheck.checks.cli.stages:conform_stage",)
+ENGINE_STAGES: tuple[str, ...] = ("flightcheck.checks.suite.stages:conform_stage",)
 
 
 def default_timeout(baseline_seconds: float) -> float:

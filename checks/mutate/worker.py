@@ -4,14 +4,14 @@
 replace and its mutated source, or none for the baseline; the stages by import path; ``quick``),
 installs :class:`~flightcheck.checks.mutate.hook.MutantFinder` before importing anything of the
 engine, runs each stage as ``flightcheck check`` does (``stage(ctx) -> list[Row]`` with a
-:class:`~flightcheck.checks.cli.stages.Context` of the job's ``quick``, the recorded expectations, the
+:class:`~flightcheck.checks.suite.stages.Context` of the job's ``quick``, the recorded expectations, the
 stage ending at its first failing row unless the job asks for ``all_rows``, and one
 process: the runner spreads mutants, not stage items, over the cores; a stage that raises is one failed row naming the error), and writes the rows as JSON. A crash, a hang or an exit
 of the process is the runner's to see: no result file.
 
 For example::
 
-    >>> stage_label("flightcheck.checks.cli.stages:conform_stage")
+    >>> stage_label("flightcheck.checks.suite.stages:conform_stage")
     'conform'
 """
 
@@ -59,8 +59,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         finder.install()
     import tempfile
 
-    from flightcheck.checks.cli.expect import Expectations
-    from flightcheck.checks.cli.stages import Context
+    from flightcheck.checks.suite.expect import Expectations
+    from flightcheck.checks.suite.stages import Context
 
     # Imported after the hook: the stages' own imports of the engine must see the mutant.
     # One failing row kills the mutant; the rest of the stage would only cost time (the runner asks for

@@ -34,7 +34,7 @@ def probe_url_command(url: str, model: str | None, *, as_json: bool, report: Pat
                       repeats: int, shared_pages: int, timeout: float, max_total_tokens: int,
                       seed: int | None) -> int:
     """What ``probe --url`` does; returns the exit status (usage errors raise the CLI's exit 2)."""
-    from flightcheck.checks.cli.errors import check_choice, usage_error
+    from flightcheck.checks.errors import check_choice, usage_error
 
     check_choice("expect", expect, tuple(EXPECTATIONS))
     opts = Options(shared_pages=shared_pages, repeats=repeats, timeout_s=timeout,

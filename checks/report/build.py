@@ -1,6 +1,6 @@
 """The report's model built from ``flightcheck check``'s rows, plus what is cheap to recompute for it.
 
-Every verdict comes from a row's evidence (:attr:`flightcheck.checks.cli.suite.Row.evidence`): the
+Every verdict comes from a row's evidence (:attr:`flightcheck.checks.suite.job.Row.evidence`): the
 property verdicts of each explored scenario and policy, each variant's counterexample actions, each
 proof's status, ``k``, support and counterexample to induction, each equivalence verdict and its
 distinguishing sequence, the probe's and the workload's counts. What a picture needs beyond that is

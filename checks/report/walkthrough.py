@@ -227,7 +227,7 @@ def _directions(lines: list, early: str) -> str:
 
 def refactor_chapter() -> Chapter:
     """``FlightState { Active, Draining }`` against the released-ID set, proved equivalent by z3."""
-    from flightcheck.checks.cli.defaults import equiv_depth, pair_scenario
+    from flightcheck.checks.suite.defaults import equiv_depth, pair_scenario
     from flightcheck.checks.proofs.equivalence import check_equivalence
     from flightcheck.spec.variants import VARIANTS
 
@@ -258,7 +258,7 @@ def refactor_chapter() -> Chapter:
 
 def bugs_chapter() -> Chapter:
     """Every mutant of the design history as its shortest counterexample on its demo scenario."""
-    from flightcheck.checks.cli.defaults import variant_scenario
+    from flightcheck.checks.suite.defaults import variant_scenario
     from flightcheck.checks.explore.explorer import explore
     from flightcheck.spec.properties import get_property
     from flightcheck.spec.variants import VARIANTS

@@ -6,7 +6,7 @@ prints it (text or ``--json``), keeps it in the report folder (``review.txt``, `
 returns the exit status; :func:`since_command` picks the stages a change can affect
 (:mod:`~flightcheck.checks.review.since`), says which, and runs them. The repository is the one the
 current folder is in. Every :class:`~flightcheck.checks.review.errors.ReviewError` becomes one line on
-standard error and exit 2 (raised as :func:`~flightcheck.checks.cli.errors.usage_error`).
+standard error and exit 2 (raised as :func:`~flightcheck.checks.errors.usage_error`).
 
 For example::
 
@@ -53,7 +53,7 @@ def make_review(root: Path, ref: str, *, scenarios: list[str] | None = None, str
 
 
 def _usage(error: ReviewError) -> Exception:
-    from flightcheck.checks.cli.errors import usage_error
+    from flightcheck.checks.errors import usage_error
 
     return usage_error(str(error).splitlines()[0] if str(error) else type(error).__name__)
 
@@ -64,7 +64,7 @@ def baseline_command(ref: str, *, scenarios: list[str] | None, quick: bool, stri
     ``report_dir``, and return the exit status (0 same or changed, 1 regressed or, ``strict``, changed)."""
     from rich.console import Console
 
-    from flightcheck.checks.cli.errors import usage_error
+    from flightcheck.checks.errors import usage_error
     from flightcheck.checks.review.gitrepo import toplevel
     from flightcheck.checks.review.present import to_text
     from flightcheck.spec.scenario import SCENARIOS

@@ -1,7 +1,7 @@
 """Why a review could not be made: each a one-line message, and exit status 2 at the command line.
 
 A review that cannot compare both sides is never shown as a pass: the command turns these into
-:func:`~flightcheck.checks.cli.errors.usage_error` (one line on standard error, exit 2).
+:func:`~flightcheck.checks.errors.usage_error` (one line on standard error, exit 2).
 
 For example::
 

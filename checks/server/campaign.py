@@ -10,7 +10,7 @@ the client and what it saw; :func:`replay` runs a saved program again::
 
 For example::
 
-    >>> from flightcheck.checks.cli.stages import Context
+    >>> from flightcheck.checks.suite.stages import Context
     >>> rows = server_stage(Context(quick=True), seeds=[0])
     >>> [(r.item, r.ok) for r in rows]
     [('seed 0', True)]
@@ -69,7 +69,7 @@ def save_failure(outcome: Outcome, save_dir: Path) -> Path:
 
 
 def _row(outcome: Outcome, item: str, seconds: float, saved: Path | None) -> Any:
-    from flightcheck.checks.cli.suite import Row
+    from flightcheck.checks.suite.job import Row
 
     stats = outcome.stats
     evidence = {"seed": outcome.program.seed, "program": outcome.program.summary(), "stats": stats,
@@ -100,7 +100,7 @@ def _row(outcome: Outcome, item: str, seconds: float, saved: Path | None) -> Any
 def server_stage(ctx: Any, seeds: list[int] | None = None) -> list[Any]:
     """The ``server`` stage: a row per seeded program run against the real server (see the module).
     With ``ctx.first_failure`` it stops at the first failing program."""
-    from flightcheck.checks.cli.suite import crashed_row
+    from flightcheck.checks.suite.job import crashed_row
 
     if seeds is None:
         seeds = list(range(QUICK_PROGRAMS if ctx.quick else FULL_PROGRAMS))

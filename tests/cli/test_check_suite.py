@@ -4,7 +4,7 @@ import json
 
 from typer.testing import CliRunner
 
-from flightcheck.checks.cli import suite
+from flightcheck.checks.suite import job as suite
 from flightcheck.checks.cli.app import app
 
 
@@ -27,9 +27,9 @@ def test_check_quick_runs_every_stage_but_the_real_model_and_passes(tmp_path):
 def test_a_stage_that_breaks_is_an_error_row_and_the_job_is_no_verdict(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("FLIGHTCHECK_CRASH_DIR", str(tmp_path))
     monkeypatch.setattr(suite, "STAGES", [
-        ("variants", "flightcheck.checks.cli.stages:variants_stage", False),
-        ("broken", "flightcheck.checks.cli.stages:no_such_stage", False),
-        ("smollm2", "flightcheck.checks.cli.stages:real_model_stage", True),
+        ("variants", "flightcheck.checks.suite.stages:variants_stage", False),
+        ("broken", "flightcheck.checks.suite.stages:no_such_stage", False),
+        ("smollm2", "flightcheck.checks.suite.stages:real_model_stage", True),
     ])
     assert suite.run_suite(as_json=True, quick=True) == "error"
     out = json.loads(capsys.readouterr().out)
@@ -41,10 +41,10 @@ def test_a_stage_that_breaks_is_an_error_row_and_the_job_is_no_verdict(monkeypat
 
 
 def test_every_figure_check_pins_is_recorded():
-    """check compares each stage's figures with checks/cli/expectations.json; a figure missing there is
+    """check compares each stage's figures with checks/suite/expectations.json; a figure missing there is
     compared with nothing, so a changed state count, proof verdict or path would pass unseen."""
-    from flightcheck.checks.cli.expect import Expectations
-    from flightcheck.checks.cli.stages import _key, _prove_items
+    from flightcheck.checks.suite.expect import Expectations
+    from flightcheck.checks.suite.stages import _key, _prove_items
     from flightcheck.spec.scenario import SCENARIOS, policy_grid
     from flightcheck.spec.variants import VARIANTS
 
@@ -61,8 +61,8 @@ def test_every_figure_check_pins_is_recorded():
 
 
 def test_a_figure_other_than_the_recorded_one_fails_its_row():
-    from flightcheck.checks.cli.expect import Expectations
-    from flightcheck.checks.cli.stages import Context, variants_stage
+    from flightcheck.checks.suite.expect import Expectations
+    from flightcheck.checks.suite.stages import Context, variants_stage
 
     book = Expectations({"variants": {"insert-on-miss": ["visible_after_compute", 3]},
                          "violated": {"early-release": ["no_deadlock", "release_after_publication"]}})
@@ -79,8 +79,8 @@ def test_a_figure_other_than_the_recorded_one_fails_its_row():
 def test_the_proofs_for_all_sizes_are_prove_rows_compared_with_their_recording(monkeypatch):
     """A row per configuration of the relational model (one here, to keep the test short) and its drift
     rows; a verdict other than the recorded one fails its row and says which moved."""
-    from flightcheck.checks.cli import stages
-    from flightcheck.checks.cli.expect import Expectations
+    from flightcheck.checks.suite import stages
+    from flightcheck.checks.suite.expect import Expectations
     from flightcheck.checks.unbounded import config
     from flightcheck.spec.scenario import SCENARIOS
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flightcheck.checks.cli import suite
+from flightcheck.checks.suite import job as suite
 from flightcheck.checks.cli.app import app
-from flightcheck.checks.cli.expect import EXPECTATIONS_PATH, Expectations, ExpectationsError, load
-from flightcheck.checks.cli.faults import EXIT_FAULT, culprit
+from flightcheck.checks.suite.expect import EXPECTATIONS_PATH, Expectations, ExpectationsError, load
+from flightcheck.checks.faults import EXIT_FAULT, culprit
 
 from bad_input import flat
 

@@ -1,7 +1,7 @@
 """Stages for the trust tests, with the stage signature ``stage(ctx) -> list[Row]``: one that passes, one
 that fails, one whose checker breaks (flightcheck's fault) and one whose design raises (the spec's)."""
 
-from flightcheck.checks.cli.suite import Row
+from flightcheck.checks.suite.job import Row
 
 
 def passing_stage(ctx):

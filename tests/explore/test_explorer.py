@@ -265,7 +265,7 @@ ALL_REDUCED = {
 def test_every_default_scenario_and_policy_has_its_pinned_count_and_passes():
     """The grids under 4,000 states in all by default; the six larger ones (burst4-abort and five prompt
     trees, 50 s) with FLIGHTCHECK_SLOW=1. `flightcheck check --quick` explores every grid and compares
-    each count with checks/cli/expectations.json (tests/cli/test_check_suite.py)."""
+    each count with checks/suite/expectations.json (tests/cli/test_check_suite.py)."""
     assert set(ALL_REDUCED) == set(SCENARIOS)
     for name, counts in ALL_REDUCED.items():
         grid = policy_grid(SCENARIOS[name])

@@ -10,8 +10,8 @@ import dataclasses
 
 import pytest
 
-from flightcheck.checks.cli.expect import Expectations
-from flightcheck.checks.cli.stages import Context, _explore_one, _fingerprint_change, _key
+from flightcheck.checks.suite.expect import Expectations
+from flightcheck.checks.suite.stages import Context, _explore_one, _fingerprint_change, _key
 from flightcheck.checks.explore.explorer import explore
 from flightcheck.checks.explore.fingerprint import SAMPLES, perturbed_states, property_fingerprint
 from flightcheck.spec import properties as P

@@ -3,7 +3,7 @@
 The worker imports them by path like any stage (the tests put this folder on PYTHONPATH).
 """
 
-from flightcheck.checks.cli.suite import Row
+from flightcheck.checks.suite.job import Row
 
 
 def passing_stage(ctx):

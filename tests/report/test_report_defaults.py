@@ -5,7 +5,7 @@ import json
 from typer.testing import CliRunner
 
 from flightcheck.checks.cli.app import app
-from flightcheck.checks.cli.defaults import pair_scenario, variant_scenario
+from flightcheck.checks.suite.defaults import pair_scenario, variant_scenario
 from flightcheck.checks.explore.explorer import explore
 from flightcheck.checks.explore.picture import build_picture
 from flightcheck.checks.explore.violating import violating_states

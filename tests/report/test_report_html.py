@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from flightcheck.checks.cli import suite
-from flightcheck.checks.cli.defaults import pair_scenario
-from flightcheck.checks.cli.suite import Row
+from flightcheck.checks.suite import job as suite
+from flightcheck.checks.suite.defaults import pair_scenario
+from flightcheck.checks.suite.job import Row
 from flightcheck.checks.report.build import build_report
 from flightcheck.checks.report.html_page import report_html
 from flightcheck.checks.report.sequence import VIOLATION
@@ -105,7 +105,7 @@ def test_a_graph_page_of_the_report_loads_with_every_state_wired(run, tmp_path):
 
 
 def test_proofs_and_equivalences_are_drawn_from_their_rows():
-    from flightcheck.checks.cli.stages import _prove_one
+    from flightcheck.checks.suite.stages import _prove_one
     from flightcheck.checks.proofs.equivalence import check_equivalence
     from flightcheck.spec.scenario import SCENARIOS
 

@@ -44,7 +44,7 @@ def test_the_workload_stage_passes_with_no_shared_folder_beside_the_clone(tmp_pa
     """A fresh clone has no ../shared: the check's workload stage reads the shipped traces."""
     import json
 
-    from flightcheck.checks.cli import suite
+    from flightcheck.checks.suite import job as suite
     from flightcheck.checks.workload import trace
 
     monkeypatch.delenv("FLIGHTCHECK_SHARED", raising=False)

@@ -1,14 +1,14 @@
 """The stages of ``flightcheck check``: each a function ``stage(ctx) -> list[Row]`` over the default scenarios.
 
-:data:`flightcheck.checks.cli.suite.STAGES` lists them by import path in the order they run, so a stage
+:data:`flightcheck.checks.suite.job.STAGES` lists them by import path in the order they run, so a stage
 whose dependencies are missing reports itself as a failed row instead of breaking the rest. Every stage
-compares its figures with the recorded ones (:mod:`flightcheck.checks.cli.expect`): a changed state
+compares its figures with the recorded ones (:mod:`flightcheck.checks.suite.expect`): a changed state
 count, proof verdict, path length or corpus trace fails its row. The heavy stages spread their items
 over the machine's cores; the results do not depend on how (every item is deterministic).
 
 For example::
 
-    >>> from flightcheck.checks.cli.expect import Expectations
+    >>> from flightcheck.checks.suite.expect import Expectations
     >>> rows = variants_stage(Context(quick=True, expect=Expectations()))
     >>> all(r.ok for r in rows)
     True
@@ -25,9 +25,9 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from flightcheck.checks.cli.defaults import equiv_depth, pair_scenario
-from flightcheck.checks.cli.expect import Expectations
-from flightcheck.checks.cli.suite import Row
+from flightcheck.checks.suite.defaults import equiv_depth, pair_scenario
+from flightcheck.checks.suite.expect import Expectations
+from flightcheck.checks.suite.job import Row
 from flightcheck.spec.scenario import PUBLICATIONS, RELEASES, SCENARIOS, policy_grid
 from flightcheck.spec.variants import VARIANTS
 
@@ -299,7 +299,7 @@ def unbounded_rows(ctx: Context) -> list[Row]:
 def equiv_stage(ctx: Context) -> list[Row]:
     """The seed's refactor: ``draining`` against ``correct`` must be equivalent, and every mutant must
     differ from ``correct`` with a distinguishing sequence (each pair on the scenario and at the depth the
-    ``equiv`` command uses by default: :mod:`flightcheck.checks.cli.defaults`)."""
+    ``equiv`` command uses by default: :mod:`flightcheck.checks.suite.defaults`)."""
     from flightcheck.checks.proofs.equivalence import check_equivalence
 
     rows = []

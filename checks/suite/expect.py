@@ -3,7 +3,7 @@
 A verdict that only says "no property failed" misses a change that breaks nothing it checks: a spec edit
 that grows a scenario's graph, a proof that drops from "proved" to "bounded", a variant caught by a
 longer path, an engine whose corpus runs take other steps. So each stage records its figures here
-(``checks/cli/expectations.json``): state counts per scenario and policy, each variant's violated
+(``checks/suite/expectations.json``): state counts per scenario and policy, each variant's violated
 property and path length, each proof's verdicts and ``k``, each equivalence verdict, the workload
 counts, and each safety property's fingerprint (:mod:`flightcheck.checks.explore.fingerprint`). A run that gives another figure fails its row and says what changed; after a change that is
 meant, ``flightcheck check --record`` writes the new figures (review the diff like any other).

@@ -48,7 +48,7 @@ from typer.exceptions import TyperException
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_FAULT = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a program whose reader left
 
-_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds spec/, impl/ and checks/
+_ROOT = Path(__file__).resolve().parents[1]  # the folder that holds spec/, impl/ and checks/
 _CHECKED = {"impl": "engine", "spec": "spec"}  # the code under check, by top-level folder
 
 
@@ -113,7 +113,7 @@ class FaultHandlingGroup(TyperGroup):
     it is an input or model-file error, and a fault of flightcheck (exit 3) otherwise; never exit 1."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        from flightcheck.checks.cli.errors import usage_error
+        from flightcheck.checks.errors import usage_error
         from flightcheck.checks.inputs import InputError
         from flightcheck.impl.model_file import ModelFileError
 

@@ -1,6 +1,6 @@
 """``flightcheck check``: the main job, every check over the default scenarios, with one summary.
 
-The suite is a list of stages (:mod:`flightcheck.checks.cli.stages`), each a function
+The suite is a list of stages (:mod:`flightcheck.checks.suite.stages`), each a function
 ``stage(ctx) -> list[Row]``, listed by import path in :data:`STAGES` so that a stage whose
 dependencies are missing reports itself as an error row instead of breaking the rest. Every row carries
 its evidence (paths, counts, verdicts) for ``--json`` and for the report that ``run_suite`` writes with
@@ -10,7 +10,7 @@ A stage that raises is never a silent pass, and never a verdict it did not reach
 was raised by the code under check (the engine in ``impl/`` or the design in ``spec/``), the row
 fails (the thing checked is wrong); when it was raised by flightcheck's own checkers, the row is an
 *error* row, the run's verdict is "error" and ``check`` exits 3 (see
-:mod:`flightcheck.checks.cli.faults`), with the traceback written to a file the row names.
+:mod:`flightcheck.checks.faults`), with the traceback written to a file the row names.
 
 For example::
 
@@ -58,7 +58,7 @@ def verdict(rows: list[Row]) -> str:
 def crashed_row(stage: str, item: str, error: BaseException, seconds: float) -> Row:
     """The row of a stage (or a report) that raised ``error``: a failed check when the code under check
     raised it, an error row (its traceback written to a file) when flightcheck's own code did."""
-    from flightcheck.checks.cli.faults import culprit, write_traceback
+    from flightcheck.checks.faults import culprit, write_traceback
 
     who = culprit(error)
     text = f"{type(error).__name__}: {error}"
@@ -72,14 +72,14 @@ def crashed_row(stage: str, item: str, error: BaseException, seconds: float) -> 
 
 # Stages by import path, in the order they run. A stage that needs the real model is skipped by --quick.
 STAGES: list[tuple[str, str, bool]] = [
-    ("explore", "flightcheck.checks.cli.stages:explore_stage", False),
-    ("variants", "flightcheck.checks.cli.stages:variants_stage", False),
-    ("prove", "flightcheck.checks.cli.stages:prove_stage", False),
-    ("equiv", "flightcheck.checks.cli.stages:equiv_stage", False),
-    ("conform", "flightcheck.checks.cli.stages:conform_stage", False),
+    ("explore", "flightcheck.checks.suite.stages:explore_stage", False),
+    ("variants", "flightcheck.checks.suite.stages:variants_stage", False),
+    ("prove", "flightcheck.checks.suite.stages:prove_stage", False),
+    ("equiv", "flightcheck.checks.suite.stages:equiv_stage", False),
+    ("conform", "flightcheck.checks.suite.stages:conform_stage", False),
     ("server", "flightcheck.checks.server.campaign:server_stage", False),
-    ("smollm2", "flightcheck.checks.cli.stages:real_model_stage", True),
-    ("workload", "flightcheck.checks.cli.stages:workload_stage", False),
+    ("smollm2", "flightcheck.checks.suite.stages:real_model_stage", True),
+    ("workload", "flightcheck.checks.suite.stages:workload_stage", False),
 ]
 
 
@@ -105,15 +105,15 @@ def run_suite(*, as_json: bool = False, quick: bool = False, budget: float | Non
     everything passed, "failed" when a check failed, "error" when flightcheck itself failed.
 
     ``record`` merges this run's figures into the recorded ones (after a change that is meant; see
-    :meth:`~flightcheck.checks.cli.expect.Expectations.merged`): only from a run in which every row
+    :meth:`~flightcheck.checks.suite.expect.Expectations.merged`): only from a run in which every row
     passed, and a stage's section is replaced whole only when it ran in full (not ``quick``).
     ``expectations`` is the recorded figures file (default: the package's). ``report_dir`` writes the
     HTML report there and names it in the last line."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from flightcheck.checks.cli.expect import EXPECTATIONS_PATH, Expectations
+    from flightcheck.checks.suite.expect import EXPECTATIONS_PATH, Expectations
 
-    from flightcheck.checks.cli.stages import Context
+    from flightcheck.checks.suite.stages import Context
 
     book_path = expectations or EXPECTATIONS_PATH
     console = Console(stderr=as_json)

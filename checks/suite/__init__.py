@@ -1,0 +1,12 @@
+"""The main job, ``flightcheck check``: its stages, its recorded figures and how a run is judged.
+
+- ``job``: runs the stages (:data:`~flightcheck.checks.suite.job.STAGES`, by import path), prints the
+  summary, writes the report, turns the rows into a verdict (ok, failed or error) and records figures;
+- ``stages``: one function per stage, ``stage(ctx) -> list[Row]``, over the default scenarios;
+- ``expect``: the recorded figures (``expectations.json``), their schema, comparison and merging;
+- ``defaults``: the scenario and depth each pair of designs is compared on (``check`` and ``equiv``).
+
+The command line (:mod:`flightcheck.checks.cli`) only parses ``check``'s options and calls
+:func:`~flightcheck.checks.suite.job.run_suite`; a room that needs a row (the server campaign, the
+mutation worker, the report) imports it from here, never from the CLI.
+"""
