@@ -81,6 +81,17 @@ class Termination:
 
 @dataclass(slots=True)
 class Coordinator:
+    """The single-flight table: which request leads the computation of each input, who follows it,
+    and who has been released.
+
+    ``arrive`` decides a new request's role (a leader opens a flight; an identical request, or under
+    coordination "prefix" one sharing at least ``min_shared_pages`` pages, waits as a follower or via
+    another prompt's flight); ``release`` hands a flight's followers to the scheduler and closes it;
+    ``terminate`` says what a request's end touched. It owns no pages and runs no model: the scheduler
+    (:mod:`flightcheck.impl.scheduler`) and :mod:`flightcheck.impl.flights` decide when, and emit the
+    events. Its state maps onto the spec's per-request ``fl`` (flight), ``mem`` (member of) and ``rel``
+    (released) slots, the per-class ``idx`` (the flight open for an input) and ``via``."""
+
     coordination: str = "single-flight"
     min_shared_pages: int = 1
     flights: dict[int, Flight] = field(default_factory=dict)

@@ -26,6 +26,11 @@ class Phase(str, Enum):
 
 @dataclass(slots=True, eq=False)
 class Request:
+    """One request inside the engine: its prompt and sampling, its role in single-flight (``role``,
+    ``flight_id``), its phase (the spec's per-request phase), the pages it holds (``block_table``) and
+    how far they are computed and published, its output, and its timings. Mutated only by the
+    scheduler's and the flights' commands; compared by identity (``eq=False``)."""
+
     request_id: int
     token_ids: tuple[int, ...]
     sampling: SamplingParams

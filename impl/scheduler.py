@@ -87,6 +87,12 @@ class Admission:
 
 
 class Scheduler(FlightLifecycle):
+    """Continuous batching over the page pool, the prefix cache and the coordinator: ``arrive`` takes a
+    request in, ``step`` runs one batched forward pass (see the module docstring for its order), and
+    each mutation is a guard/command pair named after the spec's action that emits its event. The
+    flight half of the lifecycle (release, promote, expire, abort, fail) is
+    :class:`~flightcheck.impl.flights.FlightLifecycle`'s."""
+
     def __init__(self, runner, config: EngineConfig, events: EventLog, *, eos_token_ids: frozenset[int] = frozenset(),
                  detokenize: Callable[[list[int]], str] | None = None) -> None:
         self.runner = runner
