@@ -29,6 +29,7 @@ app = typer.Typer(
 
 # One module per command family; each adds its commands to ``app``.
 COMMAND_MODULES = [
+    "flightcheck.checks.cli.cmd_check",
     "flightcheck.checks.cli.cmd_explore",
     "flightcheck.checks.cli.cmd_workload",
     "flightcheck.checks.cli.cmd_render",
