@@ -45,6 +45,12 @@ def register(app: typer.Typer) -> None:
         since: Optional[str] = typer.Option(None, "--since", metavar="REF",
                                             help="Run only the stages a change since git REF can affect."),
         strict: bool = typer.Option(False, "--strict", help="With --baseline: any behaviour change fails (exit 1)."),
+        scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS", envvar="DASK_SCHEDULER_ADDRESS",
+                                                help="Run the stages' items on this Dask scheduler (tcp://HOST:PORT; "
+                                                "default: an embedded local Dask cluster)."),
+        workers: Optional[int] = typer.Option(None, "--workers", min=1,
+                                              help="Worker processes of the embedded cluster (default: one per "
+                                              "core, at most two; 1 runs everything in this process)."),
         scenario: Optional[list[str]] = typer.Option(None, "--scenario",
                                                      help="With --baseline: compare only this default scenario "
                                                      "(repeatable)."),
@@ -65,6 +71,8 @@ def register(app: typer.Typer) -> None:
                 raise usage_error(f"unknown --stage {s!r}; known: {', '.join(known)}")
         if baseline is not None and (since is not None or stage or record):
             raise usage_error("--baseline compares two commits' graphs; it takes no --since, --stage or --record")
+        if scheduler is not None and workers is not None:
+            raise usage_error("--workers sizes the embedded cluster; with --scheduler the cluster's own workers run")
         if (strict or scenario) and baseline is None:
             raise usage_error("--strict and --scenario go with --baseline REF")
         report_dir = None if no_report else _report_folder(report)
@@ -81,10 +89,11 @@ def register(app: typer.Typer) -> None:
                 from flightcheck.checks.review.command import since_command
                 result = since_command(since, known=known, stage=stage, as_json=as_json, run=lambda todo: run_suite(
                     as_json=as_json, quick=quick, budget=budget, model=model, record=record, stages=todo,
-                    report_dir=report_dir, expectations=book))
+                    report_dir=report_dir, expectations=book, scheduler=scheduler, workers=workers))
             else:
                 result = run_suite(as_json=as_json, quick=quick, budget=budget, model=model, record=record,
-                                   stages=stage, report_dir=report_dir, expectations=book)
+                                   stages=stage, report_dir=report_dir, expectations=book, scheduler=scheduler,
+                                   workers=workers)
         except RecordRefused as refused:
             raise usage_error(str(refused)) from None
         raise typer.Exit({"ok": EXIT_OK, "failed": EXIT_FAILED}.get(result, EXIT_FAULT))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,6 +33,8 @@ from typing import Callable
 
 from rich.console import Console
 from rich.table import Table
+
+from flightcheck.checks.cluster import Cluster, ClusterError
 
 
 @dataclass
@@ -100,7 +103,8 @@ def write_report(rows: list[Row], out_dir: Path, options: dict[str, Any], model:
 
 def run_suite(*, as_json: bool = False, quick: bool = False, budget: float | None = None, model: str = "tiny",
               record: bool = False, save_dir: Path | None = None, stages: list[str] | None = None,
-              report_dir: Path | None = None, expectations: Path | None = None) -> str:
+              report_dir: Path | None = None, expectations: Path | None = None, scheduler: str | None = None,
+              workers: int | None = None) -> str:
     """Run every stage (or those named), print the summary (or JSON), and return the verdict: "ok" when
     everything passed, "failed" when a check failed, "error" when flightcheck itself failed.
 
@@ -108,9 +112,9 @@ def run_suite(*, as_json: bool = False, quick: bool = False, budget: float | Non
     :meth:`~flightcheck.checks.suite.expect.Expectations.merged`): only from a run in which every row
     passed, and a stage's section is replaced whole only when it ran in full (not ``quick``).
     ``expectations`` is the recorded figures file (default: the package's). ``report_dir`` writes the
-    HTML report there and names it in the last line."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
+    HTML report there and names it in the last line. The heavy stages spread their items over
+    ``scheduler`` (a Dask scheduler's address) or, by default, an embedded Dask cluster of ``workers``
+    processes (default: one per core, at most two); see :mod:`flightcheck.checks.cluster`."""
     from flightcheck.checks.suite.expect import EXPECTATIONS_PATH, Expectations
 
     from flightcheck.checks.suite.stages import Context
@@ -120,7 +124,20 @@ def run_suite(*, as_json: bool = False, quick: bool = False, budget: float | Non
     if not console.is_terminal:
         console.width = max(console.width, 150)  # a log file gets whole lines, not wrapped cells
     book = Expectations.for_recording(book_path) if record else Expectations.load(book_path)
-    ctx = Context(quick=quick, expect=book, budget=budget, model=model, save_dir=save_dir or Path("."))
+    with Cluster(scheduler, workers or max(1, min(2, os.cpu_count() or 1))) as cluster:
+        if cluster.address and not as_json:
+            console.print(f"Dask scheduler {cluster.address}: {cluster.parts} workers"
+                          + (f", dashboard {cluster.dashboard}" if cluster.dashboard else ""), highlight=False)
+        ctx = Context(quick=quick, expect=book, budget=budget, model=model, save_dir=save_dir or Path("."),
+                      cluster=cluster, jobs=cluster.parts)
+        return _run(ctx, console, book, book_path, as_json=as_json, quick=quick, budget=budget, model=model,
+                    record=record, stages=stages, report_dir=report_dir)
+
+
+def _run(ctx: Any, console: Console, book: Any, book_path: Path, *, as_json: bool, quick: bool,
+         budget: float | None, model: str, record: bool, stages: list[str] | None, report_dir: Path | None) -> str:
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     todo = [(s, p) for s, p, needs_model in STAGES if not (quick and needs_model) and (stages is None or s in stages)]
     rows: list[Row] = []
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} stages"),
@@ -131,6 +148,8 @@ def run_suite(*, as_json: bool = False, quick: bool = False, budget: float | Non
             t = time.perf_counter()
             try:
                 rows += _load(path)(ctx)
+            except ClusterError:
+                raise  # the scheduler went away: no verdict at all (exit 2), never a partial one
             except Exception as e:  # a broken stage is a failed or an error row, never a silent pass
                 rows.append(crashed_row(stage, "(stage)", e, time.perf_counter() - t))
             if console.is_terminal:  # a line per stage as it ends, above the bar (a long run shows where it is)

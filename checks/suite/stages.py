@@ -17,11 +17,8 @@ For example::
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -43,19 +40,22 @@ class Context:
     budget: float | None = None   # seconds of random exploration beyond the deterministic campaign
     model: str = "tiny"
     save_dir: Path = Path(".")    # where a failing conformance program is written
-    jobs: int = max(1, min(2, os.cpu_count() or 1))
+    # Where the items of the heavy stages run (:class:`~flightcheck.checks.cluster.Cluster`: a Dask
+    # scheduler, an embedded local cluster, or None: in this process), and into how many parts a stage
+    # splits its work (the cluster's workers).
+    cluster: Any = None
+    jobs: int = 1
     # Stop a stage at its first failing row, cheapest checks first (``flightcheck mutate``: one failing
     # row kills a mutant, and the verdict is the same as the whole stage's, since any failing row fails it).
     first_failure: bool = False
     shrink_seconds: float = 60.0  # how long a failing campaign program is minimised
 
 
-def _parallel(fn: Callable[[Any], Any], items: list[Any], jobs: int) -> list[Any]:
-    """``[fn(x) for x in items]``, on ``jobs`` processes when more than one (order kept)."""
-    if jobs <= 1 or len(items) <= 1:
+def _parallel(fn: Callable[[Any], Any], items: list[Any], ctx: Context) -> list[Any]:
+    """``[fn(x) for x in items]``, on ``ctx.cluster`` when there is one (order kept)."""
+    if ctx.cluster is None:
         return [fn(x) for x in items]
-    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
-        return list(pool.map(fn, items))
+    return ctx.cluster.map(fn, items)
 
 
 def _key(scn: Any) -> str:
@@ -84,14 +84,18 @@ def _explore_one(scn: Any) -> tuple[str, bool, int, list[str], float, int, dict[
     return _key(scn), r.ok, r.stats.states, [p.name for p in r.violations], r.stats.seconds, len(r.properties), evidence
 
 
+def _explore_items(quick: bool) -> list[Any]:
+    """Every default scenario under every policy of its grid (``quick`` leaves out the five largest)."""
+    heavy = ("burst4-abort", "doc3-abort", "doc3-expire", "doc3-pool", "doc3-evict")
+    return [s for name, scn in SCENARIOS.items() if not (quick and name in heavy) for s in policy_grid(scn)]
+
+
 def explore_stage(ctx: Context) -> list[Row]:
     """The correct design over every default scenario under every policy of its grid; each row also
     compares its state count and its properties' fingerprint with the recorded ones."""
-    heavy = ("burst4-abort", "doc3-abort", "doc3-expire", "doc3-pool", "doc3-evict")  # --quick leaves these out
-    items = [s for name, scn in SCENARIOS.items() if not (ctx.quick and name in heavy)
-             for s in policy_grid(scn)]
     rows = []
-    for key, ok, states, bad, seconds, nprops, evidence in _parallel(_explore_one, items, ctx.jobs):
+    items = _explore_items(ctx.quick)
+    for key, ok, states, bad, seconds, nprops, evidence in _parallel(_explore_one, items, ctx):
         changed = ctx.expect.compare("explore", key, states)
         detail = ", ".join(bad) if bad else f"{states} states, all {nprops} properties hold"
         if changed:
@@ -205,7 +209,7 @@ def prove_stage(ctx: Context) -> list[Row]:
     A row fails on a violation, and on any verdict other than the recorded one (a property that drops
     from proved to bounded fails here even though nothing is violated)."""
     rows = []
-    for key, verdicts, seconds, evidence in _parallel(_prove_one, _prove_items(ctx.quick), ctx.jobs):
+    for key, verdicts, seconds, evidence in _parallel(_prove_one, _prove_items(ctx.quick), ctx):
         proved = [p for p, v in verdicts.items() if v.startswith("proved")]
         violated = [p for p, v in verdicts.items() if v == "violated"]
         bounded = [p for p, v in verdicts.items() if v == "bounded"]
@@ -270,7 +274,7 @@ def unbounded_rows(ctx: Context) -> list[Row]:
     from flightcheck.checks.unbounded.invariants import NOT_MODELLED
 
     rows = []
-    for label, verdicts, seconds, evidence in _parallel(_unbounded_one, grid(), ctx.jobs):
+    for label, verdicts, seconds, evidence in _parallel(_unbounded_one, grid(), ctx):
         props = [n for n, d in evidence["details"].items() if d["kind"] == "property"]
         bad = [n for n in props if verdicts[n] != "proved"]
         if bad:
@@ -290,7 +294,7 @@ def unbounded_rows(ctx: Context) -> list[Row]:
             detail = f"proofs {changed}; " + detail
         rows.append(Row("prove", f"for all sizes: {label}", not bad and not changed, detail, seconds,
                         {**evidence, "verdicts": verdicts, "not_modelled": dict(NOT_MODELLED)}))
-    for key, ok, detail, seconds, evidence in _parallel(_drift_one, _drift_items(ctx.quick), ctx.jobs):
+    for key, ok, detail, seconds, evidence in _parallel(_drift_one, _drift_items(ctx.quick), ctx):
         rows.append(Row("prove", f"relational model = spec: {key}", ok, detail, seconds, evidence))
     return rows
 
@@ -358,7 +362,7 @@ def corpus_rows(ctx: Context) -> list[Row]:
         entries = sorted(entries, key=lambda e: sum(len(t) for t in e.traces))
     chunks = [[e.to_json() for e in entries[k::ctx.jobs]] for k in range(ctx.jobs)]
     args = [(c, ctx.model, ctx.first_failure) for c in chunks if c]
-    results = [r for part in _parallel(_replay_entries, args, ctx.jobs) for r in part]
+    results = [r for part in _parallel(_replay_entries, args, ctx) for r in part]
     by_scenario: dict[str, list] = {}
     for key, failed, changed, covered, seconds in results:
         by_scenario.setdefault(key.split()[0], []).append((key, failed, changed, covered, seconds))
@@ -426,7 +430,7 @@ def seeded_rows(ctx: Context) -> list[Row]:
         share = ctx.budget / len(items)
         items += [(r, p, 10**6, ctx.model, share, seed, str(ctx.save_dir), shrink) for r in RELEASES for p in PUBLICATIONS]
     rows = []
-    results = (_parallel(_seeded, items, ctx.jobs) if not ctx.first_failure
+    results = (_parallel(_seeded, items, ctx) if not ctx.first_failure
                else _until_failure(_seeded, items, lambda r: not r["ok"]))
     for (release, publication, _n, _m, budget, seed, _d, _s), r in zip(items, results):
         name = f"{'budget' if budget else 'seeded'} {release} {publication}" + (f" (seed {seed})" if budget else "")

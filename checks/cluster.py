@@ -1,0 +1,131 @@
+"""Where the independent items of a job run: Dask's distributed scheduler, never a home-made pool.
+
+A :class:`Cluster` maps a pure, module-level function over a list of items and returns the results in
+the items' order. It is one of three things:
+
+- ``Cluster(address="tcp://HOST:PORT")``: a client of an existing Dask scheduler (``dask scheduler``
+  and ``dask worker`` processes on any machines that have flightcheck installed); ``check
+  --scheduler`` or the ``DASK_SCHEDULER_ADDRESS`` variable name it;
+- ``Cluster(workers=N)`` with ``N > 1``: an embedded ``LocalCluster`` of ``N`` worker processes, one
+  thread each, started on the first :meth:`Cluster.map` that has more than one item (a job with
+  nothing to spread pays nothing) and closed with the cluster;
+- ``Cluster(workers=1)``: no Dask at all, every item in this process.
+
+Every task carries what it needs (a scenario, a policy, a program), so a worker needs only the
+installed package, and the results do not depend on where the tasks ran: a worker that dies mid-run
+has its tasks re-run on another (Dask's own retry), and the verdict is the same. A scheduler that
+cannot be reached, or that goes away during the run, raises :class:`ClusterError` (exit 2 at the
+command line): never a partial result.
+
+For example::
+
+    >>> with Cluster(workers=1) as c:
+    ...     c.map(abs, [-2, 3])
+    [2, 3]
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Callable, Sequence
+
+from flightcheck.checks.inputs import InputError
+
+CONNECT_TIMEOUT = 10  # seconds to reach a scheduler given by address
+
+
+class ClusterError(InputError):
+    """The Dask scheduler named cannot be reached or went away (the argument is wrong: exit 2)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("--scheduler", None, None, message)
+
+
+def _timeout() -> int:
+    return CONNECT_TIMEOUT  # read when connecting (a test lowers it)
+
+
+def default_address() -> str | None:
+    """The scheduler named by ``DASK_SCHEDULER_ADDRESS``, or None."""
+    return os.environ.get("DASK_SCHEDULER_ADDRESS") or None
+
+
+class Cluster:
+    """Runs ``map`` on a Dask scheduler given by ``address``, an embedded local cluster of ``workers``
+    processes, or in this process (``workers <= 1`` and no address). A context manager."""
+
+    def __init__(self, address: str | None = None, workers: int = 1) -> None:
+        if address is not None and not address.strip():
+            raise ClusterError("--scheduler must name a Dask scheduler, e.g. tcp://127.0.0.1:8786; got an empty string")
+        self.address = address
+        self.workers = max(1, workers)
+        self._client: Any = None
+        self._local: Any = None
+
+    def __enter__(self) -> "Cluster":
+        if self.address is not None:
+            self._connect()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def parts(self) -> int:
+        """How many parts a job should be split into: one per worker."""
+        if self._client is not None:
+            return max(1, len(self._client.scheduler_info().get("workers", {})))
+        return self.workers
+
+    @property
+    def dashboard(self) -> str | None:
+        """The Dask dashboard's link, when the scheduler serves one."""
+        return getattr(self._client, "dashboard_link", None) if self._client is not None else None
+
+    def _connect(self) -> None:
+        from distributed import Client
+
+        try:
+            self._client = Client(self.address, timeout=_timeout())
+        except (OSError, TimeoutError, ValueError) as error:
+            raise ClusterError(f"cannot reach the Dask scheduler at {self.address}: {error}") from None
+
+    def _start_local(self) -> None:
+        from distributed import Client, LocalCluster
+
+        # One thread per process: the checkers hold the GIL (the explorer, z3) and MLX keeps one
+        # engine per process. No memory limit (the nanny would kill a large exploration that a plain
+        # process finishes) and no dashboard port taken on a shared machine.
+        self._local = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                                   memory_limit=0, dashboard_address=None, silence_logs=logging.ERROR)
+        self._client = Client(self._local)
+
+    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+        """``[fn(x) for x in items]``, spread over the cluster's workers, in the items' order."""
+        items = list(items)
+        if self._client is None and (self.workers <= 1 or len(items) <= 1):
+            return [fn(x) for x in items]
+        if self._client is None:
+            self._start_local()
+        from distributed import CancelledError
+
+        try:
+            futures = self._client.map(fn, items, pure=False)
+            return self._client.gather(futures)
+        except (OSError, CancelledError, TimeoutError) as error:
+            where = self.address or "the embedded local cluster"
+            raise ClusterError(f"the Dask scheduler at {where} went away during the run: "
+                               f"{type(error).__name__}: {error}") from None
+
+    def close(self) -> None:
+        """Disconnect, and stop the embedded cluster if one was started."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._local is not None:
+            self._local.close()
+            self._local = None
+
+
+__all__ = ["CONNECT_TIMEOUT", "Cluster", "ClusterError", "default_address"]

@@ -1,0 +1,141 @@
+"""check's items on Dask: a real `dask scheduler` and two `dask worker` processes on 127.0.0.1.
+
+The results through the cluster are the recorded ones (checks/suite/expectations.json) and the same as
+in one process; a worker killed mid-run changes nothing; a scheduler that cannot be reached or goes
+away is bad input (exit 2), never a partial verdict.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from flightcheck.checks.cli.app import app
+from flightcheck.checks.cluster import Cluster, ClusterError
+from flightcheck.checks.suite.expect import Expectations
+from flightcheck.checks.suite.stages import _explore_one, _key
+from flightcheck.spec.scenario import SCENARIOS, policy_grid
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _spawn(*args: str) -> subprocess.Popen:
+    # A session of its own, so that killing it kills the worker and its nanny together.
+    return subprocess.Popen(["dask", *args], start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def _kill(p: subprocess.Popen) -> None:
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait(30)
+
+
+@pytest.fixture
+def dask_cluster():
+    """A scheduler and two single-threaded workers; yields (address, scheduler, workers)."""
+    from distributed import Client
+
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    scheduler = _spawn("scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard")
+    workers = [_spawn("worker", address, "--nthreads", "1", "--memory-limit", "0", "--no-dashboard")
+               for _ in range(2)]
+    try:
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(2, timeout=120)
+        yield address, scheduler, workers
+    finally:
+        for p in [*workers, scheduler]:
+            _kill(p)
+
+
+def _items(*names):
+    return [s for n in names for s in policy_grid(SCENARIOS[n])]
+
+
+def _recorded(items):
+    explore = Expectations.load().recorded["explore"]
+    return [(_key(s), explore[_key(s)]) for s in items]
+
+
+def test_results_on_the_cluster_are_the_recorded_ones_and_survive_a_killed_worker(dask_cluster):
+    address, _scheduler, workers = dask_cluster
+    items = _items("burst3-expire", "burst3-abort", "burst2-evict")
+    out = {}
+    with Cluster(address) as cluster:
+        assert cluster.parts == 2
+        run = threading.Thread(target=lambda: out.setdefault("rows", cluster.map(_explore_one, items)))
+        run.start()
+        time.sleep(1.5)  # both workers are busy with the first items
+        _kill(workers[0])
+        run.join(180)
+        assert not run.is_alive()
+    assert [(key, states) for key, _ok, states, *_ in out["rows"]] == _recorded(items)
+    assert all(ok for _key_, ok, *_ in out["rows"])
+
+
+def test_check_runs_its_stage_on_the_scheduler_and_every_figure_is_the_recorded_one(dask_cluster):
+    from flightcheck.checks.suite.stages import _explore_items
+
+    address, _scheduler, _workers = dask_cluster
+    r = CliRunner().invoke(app, ["check", "--quick", "--stage", "explore", "--no-report", "--json", "--scheduler", address])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output.strip().splitlines()[-1])
+    # Each row compares its state count and fingerprint with the recorded ones: ok means identical.
+    assert out["verdict"] == "ok" and all(row["ok"] for row in out["rows"])
+    assert [row["item"] for row in out["rows"]] == [_key(s) for s in _explore_items(True)]
+
+
+def test_a_scheduler_that_goes_away_is_an_error_not_a_partial_result(dask_cluster):
+    address, scheduler, _workers = dask_cluster
+    items = _items("burst3-expire", "burst3-abort")
+    out = {}
+
+    def run(cluster):
+        try:
+            out["rows"] = cluster.map(_explore_one, items)
+        except ClusterError as error:
+            out["error"] = str(error)
+
+    with Cluster(address) as cluster:
+        t = threading.Thread(target=run, args=(cluster,))
+        t.start()
+        time.sleep(1.0)
+        _kill(scheduler)
+        t.join(120)
+        assert not t.is_alive()
+    assert "rows" not in out and out["error"].startswith(f"--scheduler: the Dask scheduler at {address} went away")
+
+
+def test_an_unreachable_scheduler_is_bad_input_before_anything_runs(monkeypatch):
+    from flightcheck.checks import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", 2)
+    r = CliRunner().invoke(app, ["check", "--stage", "explore", "--no-report", "--scheduler", f"tcp://127.0.0.1:{_free_port()}"])
+    assert r.exit_code == 2 and "cannot reach the Dask scheduler at tcp://127.0.0.1:" in r.output, r.output
+    r = CliRunner().invoke(app, ["check", "--scheduler", "tcp://127.0.0.1:1", "--workers", "2"])
+    assert r.exit_code == 2 and "--workers sizes the embedded cluster" in r.output
+
+
+def test_one_worker_runs_in_this_process_and_the_embedded_cluster_keeps_the_order():
+    items = _items("burst2", "burst2-abort")
+    with Cluster(workers=1) as one:
+        assert [r[:4] for r in one.map(_explore_one, items)][0][0] == _key(items[0])
+        assert one._client is None  # no Dask at all
+    with Cluster(workers=2) as two:
+        got = two.map(_explore_one, items)
+        assert two.parts == 2 and two._client is not None
+    assert [(key, states) for key, _ok, states, *_ in got] == _recorded(items)
