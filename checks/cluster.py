@@ -96,9 +96,9 @@ class Cluster:
 
         # One thread per process: the checkers hold the GIL (the explorer, z3) and MLX keeps one
         # engine per process. No memory limit (the nanny would kill a large exploration that a plain
-        # process finishes) and no dashboard port taken on a shared machine.
+        # process finishes) and the dashboard on a free port (8787 may be taken on a shared machine).
         self._local = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                                   memory_limit=0, dashboard_address=None, silence_logs=logging.ERROR)
+                                   memory_limit=0, dashboard_address=":0", silence_logs=logging.ERROR)
         self._client = Client(self._local)
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:

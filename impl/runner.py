@@ -27,8 +27,7 @@ import numpy as np
 from flightcheck.impl import fastops
 from flightcheck.impl.blas import mx
 from flightcheck.impl.llama import Model
-
-PAGE_SIZE = 16
+from flightcheck.impl.pages import PAGE_SIZE
 QUERY_BLOCK = 128  # prefill queries per attention call (see _PrefillGroup.query_blocks)
 
 

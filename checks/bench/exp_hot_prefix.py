@@ -9,12 +9,13 @@ baseline, alone on a fresh one (same configuration, both in the same run).
 from __future__ import annotations
 
 from flightcheck.checks.bench.experiment import Column, Config, Experiment, Sizes, register
+from flightcheck.impl.pages import PAGE_SIZE
 
 DOCUMENT_SHARE = 880 / 904  # the seed's document : prompt proportion
 
 
 def run(ctx) -> dict:
-    doc_len = int(ctx.sizes.prompt_tokens * DOCUMENT_SHARE) // 16 * 16
+    doc_len = int(ctx.sizes.prompt_tokens * DOCUMENT_SHARE) // PAGE_SIZE * PAGE_SIZE
     document = ctx.prompt(doc_len, "document")
     question_len = ctx.sizes.prompt_tokens - doc_len
     asked = document + ctx.prompt(question_len, "question")

@@ -13,6 +13,7 @@ its disconnect to a prefill chunk).
 from __future__ import annotations
 
 from flightcheck.checks.bench.experiment import Column, Config, Experiment, Sizes, register, summarize
+from flightcheck.impl.pages import PAGE_SIZE
 
 CHUNK_PAGES = 8
 POLICY = {"coordination": "single-flight", "release": "after-prefill", "publication": "incremental",
@@ -26,7 +27,7 @@ def run(ctx) -> dict:
         raise ValueError("leader-abort runs in process only (it aborts the leader at a prefill chunk)")
     for _ in range(ctx.cell):
         target.start(prompt, ctx.sizes.max_tokens)
-    target.abort_after_computing(0, min(CHUNK_PAGES * 16, ctx.sizes.prompt_tokens - 1))
+    target.abort_after_computing(0, min(CHUNK_PAGES * PAGE_SIZE, ctx.sizes.prompt_tokens - 1))
     measures = target.finish()
     followers = measures[1:]
     metrics = summarize(followers, followers=followers)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from flightcheck.checks.bench.experiment import Column, Config, Experiment, Sizes, register
 from flightcheck.checks.bench.workload import prompt_ids
+from flightcheck.impl.pages import PAGE_SIZE
 
 NUM_REQUESTS = 8
 MIN_SHARED_PAGES = (1, 8, 16, 24)
@@ -46,7 +47,7 @@ def run(ctx) -> dict:
     for prompt in group:
         target.start(prompt, ctx.sizes.max_tokens)
     measures = target.finish()
-    keys = [chain_keys(p, (len(p) - 1) // 16, 16) for p in group[:2]]
+    keys = [chain_keys(p, (len(p) - 1) // PAGE_SIZE, PAGE_SIZE) for p in group[:2]]
     engine = getattr(target, "engine", None)
     return {"shared_pages": num_shared(*keys),
             "prefill_tokens": getattr(target, "prefill_tokens", None),

@@ -27,6 +27,7 @@ from typing import Any
 from flightcheck.checks.bench.experiment import BASE_POLICY, Config, Experiment, RunRecord, Sizes
 from flightcheck.checks.bench.target import EngineTarget, HttpTarget
 from flightcheck.checks.bench.workload import prompt_ids
+from flightcheck.impl.pages import PAGE_SIZE
 
 
 class Backend:
@@ -126,7 +127,7 @@ class RunContext:
     def target(self, num_requests: int | None = None) -> Any:
         """A fresh target with room for ``num_requests`` requests at once (default: the cell, plus one)."""
         num_requests = num_requests or (self.cell or 2) + 1
-        pages = -(-(self.sizes.prompt_tokens + self.sizes.max_tokens + 1) // 16) * num_requests * 2 + 32
+        pages = -(-(self.sizes.prompt_tokens + self.sizes.max_tokens + 1) // PAGE_SIZE) * num_requests * 2 + 32
         return self.backend.target(self.config, pages, self.stack)
 
     def prompt(self, length: int, tag: str) -> list[int]:

@@ -27,8 +27,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-PAGE_SIZE = 16
-
 
 @dataclass(frozen=True)
 class GenerationStats:
@@ -57,6 +55,7 @@ def stream_generate(model, tokenizer, prompt_ids: list[int], sampler, max_tokens
 
     A simple single-sequence loop; the engine (impl/engine.py) is the batched, prefix-cached path.
     """
+    from flightcheck.impl.pages import PAGE_SIZE
     from flightcheck.impl.runner import ModelRunner, SeqChunk
 
     total = len(prompt_ids) + max_tokens

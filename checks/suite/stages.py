@@ -28,7 +28,11 @@ from flightcheck.checks.suite.job import Row
 from flightcheck.spec.scenario import PUBLICATIONS, RELEASES, SCENARIOS, policy_grid
 from flightcheck.spec.variants import VARIANTS
 
-PROVE_DEPTH, PROVE_MAX_K = 2, 2  # BMC base case and the largest k (every default proof needs k <= 2)
+# The prove stage's BMC base case and largest k: every default proof needs k <= 2, and a base case as
+# deep as k is what k-induction needs (the explore stage has already searched every reachable state).
+# `flightcheck prove` goes deeper by default (checks/suite/defaults.py's PROVE_DEPTH, 6) to show short
+# counterexamples of a design under edit.
+STAGE_BMC_DEPTH, STAGE_MAX_K = 2, 2
 
 
 @dataclass
@@ -188,7 +192,7 @@ def _prove_one(scn: Any) -> tuple[str, dict[str, Any], float, dict[str, Any]]:
     from flightcheck.spec.model import FlightSpec
 
     spec = FlightSpec(scn)
-    rep = prove(spec, max_k=PROVE_MAX_K, depth=PROVE_DEPTH)
+    rep = prove(spec, max_k=STAGE_MAX_K, depth=STAGE_BMC_DEPTH)
     verdicts = {r.property: f"{r.status} k={r.k}" if r.status == "proved" else r.status for r in rep.results + rep.lemmas}
     details = {}
     for r in rep.results + rep.lemmas:
@@ -198,7 +202,7 @@ def _prove_one(scn: Any) -> tuple[str, dict[str, Any], float, dict[str, Any]]:
             "counterexample": r.counterexample.actions if r.counterexample is not None else None,
             "counterexample_to_induction": (dict(r.cti.to_json(spec), text=r.cti.format(spec))
                                             if r.cti is not None else None)}
-    return _key(scn), verdicts, rep.seconds, {**_where(scn), "depth": PROVE_DEPTH, "max_k": PROVE_MAX_K,
+    return _key(scn), verdicts, rep.seconds, {**_where(scn), "depth": STAGE_BMC_DEPTH, "max_k": STAGE_MAX_K,
                                               "details": details}
 
 
