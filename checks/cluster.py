@@ -27,7 +27,6 @@ For example::
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any, Callable, Sequence
 
 from flightcheck.checks.inputs import InputError
@@ -40,15 +39,6 @@ class ClusterError(InputError):
 
     def __init__(self, message: str) -> None:
         super().__init__("--scheduler", None, None, message)
-
-
-def _timeout() -> int:
-    return CONNECT_TIMEOUT  # read when connecting (a test lowers it)
-
-
-def default_address() -> str | None:
-    """The scheduler named by ``DASK_SCHEDULER_ADDRESS``, or None."""
-    return os.environ.get("DASK_SCHEDULER_ADDRESS") or None
 
 
 class Cluster:
@@ -87,7 +77,7 @@ class Cluster:
         from distributed import Client
 
         try:
-            self._client = Client(self.address, timeout=_timeout())
+            self._client = Client(self.address, timeout=CONNECT_TIMEOUT)
         except (OSError, TimeoutError, ValueError) as error:
             raise ClusterError(f"cannot reach the Dask scheduler at {self.address}: {error}") from None
 
@@ -128,4 +118,4 @@ class Cluster:
             self._local = None
 
 
-__all__ = ["CONNECT_TIMEOUT", "Cluster", "ClusterError", "default_address"]
+__all__ = ["CONNECT_TIMEOUT", "Cluster", "ClusterError"]

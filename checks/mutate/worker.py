@@ -67,7 +67,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     # every row with --all-rows, for a report of everything a mutant breaks).
     # A kill is decided when the failure is found; its run is then shrunk for the report for 10 s, not
     # check's 60 (a mutant's time is mostly that, and the report's run is as short as 10 s make it).
-    ctx = Context(quick=job["quick"], expect=Expectations.load(), jobs=1, save_dir=Path(tempfile.mkdtemp()),
+    ctx = Context(quick=job["quick"], expect=Expectations.load(), save_dir=Path(tempfile.mkdtemp()),
                   first_failure=not job.get("all_rows", False), shrink_seconds=10.0)
     rows: list[dict[str, Any]] = []
     for path in job["stages"]:

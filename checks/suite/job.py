@@ -129,7 +129,7 @@ def run_suite(*, as_json: bool = False, quick: bool = False, budget: float | Non
             console.print(f"Dask scheduler {cluster.address}: {cluster.parts} workers"
                           + (f", dashboard {cluster.dashboard}" if cluster.dashboard else ""), highlight=False)
         ctx = Context(quick=quick, expect=book, budget=budget, model=model, save_dir=save_dir or Path("."),
-                      cluster=cluster, jobs=cluster.parts)
+                      cluster=cluster)
         return _run(ctx, console, book, book_path, as_json=as_json, quick=quick, budget=budget, model=model,
                     record=record, stages=stages, report_dir=report_dir)
 

@@ -45,14 +45,17 @@ class Context:
     model: str = "tiny"
     save_dir: Path = Path(".")    # where a failing conformance program is written
     # Where the items of the heavy stages run (:class:`~flightcheck.checks.cluster.Cluster`: a Dask
-    # scheduler, an embedded local cluster, or None: in this process), and into how many parts a stage
-    # splits its work (the cluster's workers).
+    # scheduler, an embedded local cluster, or None: in this process).
     cluster: Any = None
-    jobs: int = 1
     # Stop a stage at its first failing row, cheapest checks first (``flightcheck mutate``: one failing
     # row kills a mutant, and the verdict is the same as the whole stage's, since any failing row fails it).
     first_failure: bool = False
     shrink_seconds: float = 60.0  # how long a failing campaign program is minimised
+
+    @property
+    def jobs(self) -> int:
+        """Into how many parts a stage splits its work: the cluster's workers (1 without a cluster)."""
+        return self.cluster.parts if self.cluster is not None else 1
 
 
 def _parallel(fn: Callable[[Any], Any], items: list[Any], ctx: Context) -> list[Any]:
@@ -206,6 +209,17 @@ def _prove_one(scn: Any) -> tuple[str, dict[str, Any], float, dict[str, Any]]:
                                               "details": details}
 
 
+def _proofs_changed(ctx: Context, section: str, key: str, verdicts: dict[str, str], changed: str) -> str:
+    """The start of a proof row's detail when its verdicts differ from the recorded ones: each property
+    that moved (``p: was -> now``), or what :meth:`Expectations.compare` said when nothing is recorded."""
+    if not ctx.expect.has(section, key):
+        return f"proofs {changed}; "
+    was = ctx.expect.recorded[section][key]
+    moved = [f"{p}: {was.get(p)} -> {v}" for p, v in verdicts.items() if was.get(p) != v]
+    moved += [f"{p}: {w} -> gone" for p, w in was.items() if p not in verdicts]
+    return "proofs changed (" + "; ".join(moved) + "); "
+
+
 def prove_stage(ctx: Context) -> list[Row]:
     """k-induction for every safety property and lemma of the correct design, each default scenario,
     both release points and both publications (and the other leader-loss policy where a leader can be
@@ -221,13 +235,8 @@ def prove_stage(ctx: Context) -> list[Row]:
         detail = (f"violated: {', '.join(violated)}" if violated else
                   f"{len(proved)}/{len(verdicts)} proved (k<={k})" + (f"; only bounded: {', '.join(bounded)}" if bounded else ""))
         changed = ctx.expect.compare("prove", key, verdicts)
-        if changed and not ctx.expect.has("prove", key):
-            detail = f"proofs {changed}; " + detail
-        elif changed:
-            was = ctx.expect.recorded["prove"][key]
-            moved = [f"{p}: {was.get(p)} -> {v}" for p, v in verdicts.items() if was.get(p) != v]
-            moved += [f"{p}: {w} -> gone" for p, w in was.items() if p not in verdicts]
-            detail = "proofs changed (" + "; ".join(moved) + "); " + detail
+        if changed:
+            detail = _proofs_changed(ctx, "prove", key, verdicts, changed) + detail
         rows.append(Row("prove", key, not violated and not changed, detail, seconds, {**evidence, "verdicts": verdicts}))
     return rows + unbounded_rows(ctx)
 
@@ -289,13 +298,8 @@ def unbounded_rows(ctx: Context) -> list[Row]:
         else:
             detail = f"{len(props)}/{len(props)} proved for all sizes; bounded only: {', '.join(NOT_MODELLED)}"
         changed = ctx.expect.compare("unbounded", label, verdicts)
-        if changed and ctx.expect.has("unbounded", label):
-            was = ctx.expect.recorded["unbounded"][label]
-            moved = [f"{p}: {was.get(p)} -> {v}" for p, v in verdicts.items() if was.get(p) != v]
-            moved += [f"{p}: {w} -> gone" for p, w in was.items() if p not in verdicts]
-            detail = "proofs changed (" + "; ".join(moved) + "); " + detail
-        elif changed:
-            detail = f"proofs {changed}; " + detail
+        if changed:
+            detail = _proofs_changed(ctx, "unbounded", label, verdicts, changed) + detail
         rows.append(Row("prove", f"for all sizes: {label}", not bad and not changed, detail, seconds,
                         {**evidence, "verdicts": verdicts, "not_modelled": dict(NOT_MODELLED)}))
     for key, ok, detail, seconds, evidence in _parallel(_drift_one, _drift_items(ctx.quick), ctx):
@@ -364,7 +368,8 @@ def corpus_rows(ctx: Context) -> list[Row]:
         entries = [e for e in entries if defaults.get(e.scenario) == e.policy]
     if ctx.first_failure:  # the quickest entries first: most engine bugs fail on a short program
         entries = sorted(entries, key=lambda e: sum(len(t) for t in e.traces))
-    chunks = [[e.to_json() for e in entries[k::ctx.jobs]] for k in range(ctx.jobs)]
+    parts = ctx.jobs
+    chunks = [[e.to_json() for e in entries[k::parts]] for k in range(parts)]
     args = [(c, ctx.model, ctx.first_failure) for c in chunks if c]
     results = [r for part in _parallel(_replay_entries, args, ctx) for r in part]
     by_scenario: dict[str, list] = {}

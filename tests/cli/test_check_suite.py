@@ -87,7 +87,7 @@ def test_the_proofs_for_all_sizes_are_prove_rows_compared_with_their_recording(m
     none = config.Config(coordination="none")
     monkeypatch.setattr(config, "grid", lambda: [none])
     monkeypatch.setattr(stages, "_drift_items", lambda quick: [SCENARIOS["burst2-abort"]])
-    rows = stages.unbounded_rows(stages.Context(quick=True, jobs=1, expect=Expectations.load()))
+    rows = stages.unbounded_rows(stages.Context(quick=True, expect=Expectations.load()))
     assert [r.item for r in rows] == ["for all sizes: none/after-prefill/incremental release-all",
                                       "relational model = spec: burst2-abort after-prefill incremental release-all"]
     assert all(r.ok for r in rows), [r.detail for r in rows]
@@ -95,5 +95,5 @@ def test_the_proofs_for_all_sizes_are_prove_rows_compared_with_their_recording(m
     assert rows[1].detail == "the relational model is the spec's design on 113 states, 1921 transitions"
     recorded = Expectations.load().recorded["unbounded"][none.label()]
     book = Expectations({"unbounded": {none.label(): dict(recorded, known_once="cti")}})
-    [row, _] = stages.unbounded_rows(stages.Context(quick=True, jobs=1, expect=book))
+    [row, _] = stages.unbounded_rows(stages.Context(quick=True, expect=book))
     assert not row.ok and row.detail.startswith("proofs changed (known_once: cti -> proved); 7/7 proved")
