@@ -14,7 +14,6 @@ For example::
 from __future__ import annotations
 
 import json
-from dataclasses import fields
 from pathlib import Path
 from typing import Optional
 
@@ -155,15 +154,15 @@ def register(app: typer.Typer) -> None:
             order = {k: n for n, k in enumerate(f"{n} {' '.join(p.values())}" for n, p in corpus_mod.grid())}
             entries.sort(key=lambda e: order.get(e.key, len(order)))
             corpus_mod.save(entries)
-        shown = [e for e in entries if not scenario or e.scenario in scenario]
+        listed = [e for e in entries if not scenario or e.scenario in scenario]
         if as_json:
             print(json.dumps({"entries": [{"key": e.key, "programs": len(e.programs), "edges": e.num_edges,
-                                           "covered": e.num_covered, "missed": e.missed} for e in shown]}))
+                                           "covered": e.num_covered, "missed": e.missed} for e in listed]}))
             raise typer.Exit(0)
         t = Table(title="the engine's own scheduling over the spec's edges (corpus)")
         for col in ("scenario and policy", "programs", "edges covered", "missed, by the step-loop rule that explains them"):
             t.add_column(col)
-        for e in shown:
+        for e in listed:
             t.add_row(e.key, str(len(e.programs)), f"{e.num_covered}/{e.num_edges} ({100 * e.num_covered / max(1, e.num_edges):.0f}%)",
                       ", ".join(f"{a} {n}" for a, n in e.missed.items()))
         Console().print(t)
@@ -183,7 +182,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Feed an event log through the spec; exit 1 with a diagnosis at the first mismatch, 2 on a malformed log."""
-        from flightcheck.checks.conform.eventlog import read_events, validate_events
+        from flightcheck.checks.conform.eventlog import header_policy, read_events, validate_events
         from flightcheck.checks.inputs import MAX_VALIDATION_SECONDS, InputError
 
         check_choice("release", release, RELEASES)
@@ -194,15 +193,10 @@ def register(app: typer.Typer) -> None:
             evs, header = read_events(str(events))  # the schema checked: a malformed log is exit 2, here
         except InputError as error:
             raise usage_error(str(error))
-        known = {f.name for f in fields(Policy)}  # the header may carry knobs the spec's Policy does not take
-        base = {k: v for k, v in (header or {}).get("policy", {}).items() if k in known}
         flags = {"release": release, "publication": publication, "coordination": coordination,
                  "capacity": capacity, "chunk": chunk, "leader_loss": leader_loss}
-        base.update({k: v for k, v in flags.items() if v is not None})
-        base.setdefault("capacity", 8)
-        base.setdefault("chunk", 32)  # the engine's defaults
         try:
-            policy = Policy(**base)
+            policy = header_policy(header, flags)
         except (TypeError, ValueError) as error:
             raise usage_error(f"bad policy: {error}")
         pages = num_pages or ((header or {}).get("pool") or {}).get("num_pages")

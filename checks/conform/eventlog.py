@@ -12,7 +12,7 @@ For example::
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Iterable
 
 from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
@@ -28,13 +28,16 @@ from flightcheck.spec.scenario import Policy, Scenario
 
 @dataclass
 class ValidationReport:
-    """The verdict of an offline validation: events checked, the spec actions, and any diagnosis."""
+    """The verdict of an offline validation: events checked, the spec actions, any diagnosis, and the
+    scenario the validator grew from the log's arrivals (None before the first), on which the actions
+    are a run of the spec."""
 
     ok: bool
     num_events: int
     actions: list[str]
     diagnosis: Diagnosis | None
     final_state: dict[str, Any] | None
+    scenario: Scenario | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready form."""
@@ -123,9 +126,24 @@ def validate_events(events: Iterable[dict[str, Any]], policy: Policy, *, num_pag
         try:
             validator.feed(ev)
         except ConformanceError as error:
-            return ValidationReport(False, num, validator.actions, bounded(error.diagnosis), None)
+            grown = tracker.spec.scenario if tracker.spec is not None else None
+            return ValidationReport(False, num, validator.actions, bounded(error.diagnosis), None, grown)
     final = describe(tracker.spec, tracker.state) if tracker.spec is not None else None
-    return ValidationReport(True, len(events), validator.actions, None, final)
+    return ValidationReport(True, len(events), validator.actions, None, final,
+                            tracker.spec.scenario if tracker.spec is not None else None)
+
+
+def header_policy(header: dict[str, Any] | None, overrides: dict[str, Any] | None = None) -> Policy:
+    """The engine's policy a log was written under: its header's knobs that the spec's Policy takes (the
+    header may carry others), then ``overrides`` (None values ignored), with the engine's defaults for
+    running capacity (8) and the prefill budget (32 pages). Raises TypeError or ValueError for a set of
+    knobs that is not a policy."""
+    known = {f.name for f in fields(Policy)}
+    base = {k: v for k, v in (header or {}).get("policy", {}).items() if k in known}
+    base.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    base.setdefault("capacity", 8)
+    base.setdefault("chunk", 32)
+    return Policy(**base)
 
 
 

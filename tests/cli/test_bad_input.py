@@ -196,3 +196,9 @@ def test_a_well_formed_path_is_replayed(tmp_path):
 def test_a_bad_key_value_option_exits_2_naming_it(option, message):
     result = invoke("diff", "--a", option)
     assert result.exit_code == 2 and message in flat(result.output), result.output
+
+
+def test_corpus_of_an_unknown_scenario_exits_2_naming_it():
+    # The listing once reused the name of the helper that quotes the bad value: a crash (exit 3), not exit 2.
+    result = invoke("corpus", "--scenario", "burst9")
+    assert result.exit_code == 2 and "unknown scenario 'burst9'; known: burst2" in flat(result.output), result.output
