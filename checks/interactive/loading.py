@@ -1,0 +1,117 @@
+"""Paths from elsewhere, and one path under two policies.
+
+- :func:`counterexample`: the shortest path on which a design breaks a property (by default the one its
+  variant must violate), with the failing step marked, as ``explore --variant`` finds it;
+- :func:`replay_file`: the path of a ``replay`` file (``explore --json`` output, a JSON list, or one
+  action per line) with the scenario, policy and variant it names;
+- :func:`engine_log`: an engine event log read by ``validate``'s rules and tracker, as a spec path on the
+  scenario grown from its arrivals, with the validator's diagnosis where the engine departs;
+- :func:`compare`: a path replayed under another release point or publication policy, step by step,
+  and the first step where the two differ.
+
+Every bad input raises :class:`~flightcheck.checks.interactive.design.BadQuery` (or an
+:class:`~flightcheck.checks.inputs.InputError` naming the line and field) with what is wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from flightcheck.checks.conform.eventlog import header_policy, parse_events, validate_events
+from flightcheck.checks.conform.replay import parse_path as parse_path_file
+from flightcheck.checks.explore.explorer import StateLimitExceeded, explore
+from flightcheck.checks.inputs import InputError, shown
+from flightcheck.checks.interactive.design import BadQuery, Design, LoadedLog, design_from_query
+from flightcheck.checks.report.lockstep import NOT_ENABLED, lockstep_steps
+from flightcheck.spec.properties import properties_for
+from flightcheck.spec.scenario import PUBLICATIONS, RELEASES
+from flightcheck.spec.variants import VARIANTS
+
+#: The most states the explorer searches for a counterexample before it sends the user to ``explore``.
+MAX_SEARCH_STATES = 300_000
+#: How long an uploaded log may take to validate (an HTTP request waits for it; `validate` allows more).
+LOG_SECONDS = 60.0
+
+
+def counterexample(design: Design, property: str | None = None) -> dict[str, Any]:
+    """The shortest path on which ``design`` violates ``property`` (default: its variant's), as
+    ``{"path": [...], "mark": step, "property": name, "note": words}``; liveness paths end in their loop
+    (taken once) and say so."""
+    name = property or VARIANTS[design.variant].expected_violation
+    if name is None:
+        raise BadQuery(f"variant {design.variant} is a correct design: it violates no property; choose a variant "
+                       f"that must ({', '.join(v for v in VARIANTS if VARIANTS[v].expected_violation)}) or name "
+                       "a property")
+    props = [p for p in properties_for(design.spec) if p.name == name]
+    if not props:
+        raise BadQuery(f"property {shown(name)} does not apply to {design.title()}; it has "
+                       f"{', '.join(p.name for p in properties_for(design.spec))}")
+    try:
+        result = explore(design.spec, max_states=MAX_SEARCH_STATES, properties=props)
+    except StateLimitExceeded:
+        raise BadQuery(f"{design.title()} has more than {MAX_SEARCH_STATES:,} states: search it with "
+                       "`flightcheck explore`, then load its --json output here") from None
+    res = result.result(name)
+    if res.holds or res.counterexample is None:
+        raise BadQuery(f"{name} holds on {design.title()}: there is no counterexample to show")
+    cx = res.counterexample
+    path = cx.actions + [str(s.action) for s in cx.loop]
+    if cx.loop:
+        note = f"steps {len(cx.steps) + 1}-{len(path)} repeat forever: a request stays live and never terminates"
+    elif cx.stutters:
+        note = "after the last step nothing can happen: no engine step is enabled and a request is still live"
+    else:
+        note = f"after step {len(path)}, {name} no longer holds"
+    return {"path": path, "mark": len(cx.steps), "property": name, "note": f"{name} violated: {note}"}
+
+
+def replay_file(text: str, source: str = "uploaded path") -> tuple[dict[str, str], list[str]]:
+    """The design query (scenario, variant, policy) a replay file names and its actions. As ``replay``
+    runs it, the scenario has every environment option on (aborts, notifications, eviction)."""
+    path = parse_path_file(text, source)
+    query = {k: str(path.meta[k]) for k in ("scenario", "variant") if k in path.meta}
+    query.update({k: str(int(v)) if isinstance(v, bool) else str(v) for k, v in path.meta.get("policy", {}).items()})
+    query.update(aborts="1", notifications="1", eviction="1")
+    design_from_query(query, {})  # names what is wrong before the page asks
+    return query, path.actions
+
+
+def engine_log(text: str, source: str = "uploaded log") -> LoadedLog:
+    """An engine event log as a spec path: read and checked as ``validate`` reads it (header, schema, the
+    size limits), validated against the spec, and kept with the scenario grown from its arrivals."""
+    events, header = parse_events(text.split("\n") if not text.endswith("\n") else text[:-1].split("\n"), source)
+    try:
+        policy = header_policy(header)
+    except (TypeError, ValueError) as error:
+        raise InputError(source, 1, "policy", f"not a policy: {error}") from None
+    pages = ((header or {}).get("pool") or {}).get("num_pages")
+    report = validate_events(events, policy, num_pages=pages, context=(header or {}).get("context"), source=source,
+                             max_seconds=LOG_SECONDS)
+    if report.scenario is None:
+        raise InputError(source, None, None, "no request arrives before the engine departs from the spec; "
+                         "there is no path to show")
+    departure = None if report.ok else report.diagnosis.format()
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    scenario = report.scenario.with_policy(**policy.__dict__)
+    return LoadedLog(digest, scenario, policy, tuple(report.actions), report.num_events, departure)
+
+
+def compare(design: Design, actions: list[str], field: str) -> dict[str, Any]:
+    """``actions`` replayed on ``design`` and on the same design under the other value of ``field``
+    (``release`` or ``publication``): every step's changes in each, and the first step where they differ."""
+    choices = {"release": RELEASES, "publication": PUBLICATIONS}
+    if field not in choices:
+        raise BadQuery(f"compare takes release or publication; got {shown(field)}")
+    other_value = next(v for v in choices[field] if v != getattr(design.policy, field))
+    try:
+        other = design.with_policy(**{field: other_value})
+        other.spec
+    except ValueError as error:
+        raise BadQuery(f"the design has no {field} {other_value}: {error}") from None
+    rows = lockstep_steps(design.spec, other.spec, actions)
+    first = next((n for n, _, a, b in rows if a != b), None)
+    usable = [a for (n, a, _, b) in rows if b != NOT_ENABLED]
+    return {"field": field, "this": getattr(design.policy, field), "other": other_value,
+            "steps": [{"n": n, "action": a, "this": x, "other": y} for n, a, x, y in rows],
+            "first_difference": first, "other_query": other.query(), "other_path": usable}

@@ -1,0 +1,125 @@
+"""One state of a path, as the explorer's page shows it.
+
+A path is a list of actions from the initial state; the page shows the state after its first ``at``
+actions: the state in the spec's vocabulary with the slots the last action changed, every enabled action
+(what it would change, and whether it breaks a property), every disabled action with the spec's own
+reasons (:func:`~flightcheck.checks.conform.explain.explain_guard`), every property's value here, the
+breadcrumb of the whole path and the sequence diagram of the steps so far.
+
+For example::
+
+    >>> from flightcheck.checks.interactive.design import design_from_query
+    >>> v = state_view(design_from_query({}, {}), ["arrive(0)", "arrive(1)"], 2)
+    >>> v["changed"]
+    ['requests.r1.flight', 'requests.r1.phase', 'requests.r1.role']
+    >>> [a["action"] for a in v["enabled"]]
+    ['admit(0)']
+    >>> v["disabled"][0]
+    {'action': 'arrive(0)', 'why': ['r0 already arrived (waiting)']}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flightcheck.checks.conform.explain import explain_guard, violated
+from flightcheck.checks.explore.counterexample import Counterexample, Step
+from flightcheck.checks.explore.steps import step_changes
+from flightcheck.checks.interactive.design import BadQuery, Design
+from flightcheck.checks.report.sequence import diagram_of
+from flightcheck.checks.report.svg_sequence import to_svg
+from flightcheck.spec.actions import parse_action
+from flightcheck.spec.properties import get_property, properties_for
+
+#: The most actions a path in a URL may hold (each is replayed on every request).
+MAX_STEPS = 400
+
+
+def parse_path(text: str) -> list[str]:
+    """The actions of a ``path`` parameter (comma-separated, e.g. ``arrive(0),admit(0)``)."""
+    actions = [a.strip() for a in text.split(",") if a.strip()] if text else []
+    if len(actions) > MAX_STEPS:
+        raise BadQuery(f"path holds {len(actions):,} actions, more than the {MAX_STEPS} the explorer replays")
+    for n, a in enumerate(actions, 1):
+        try:
+            parse_action(a)
+        except ValueError as error:
+            raise BadQuery(f"path step {n}: {str(error)[:200]}") from None
+    return actions
+
+
+def replay(design: Design, actions: list[str]) -> list[Step]:
+    """The steps of ``actions`` from the initial state; :class:`BadQuery` naming the first step that is not
+    an action of this design or not enabled where it is taken."""
+    spec = design.spec
+    instances = set(spec.actions)
+    state, steps = spec.initial(), []
+    for n, text in enumerate(actions, 1):
+        act = parse_action(text)
+        if act not in instances:
+            raise BadQuery(f"path step {n}: {act} is not an action of {design.title()}")
+        if not spec.guard(state, act):
+            why = "; ".join(explain_guard(spec, state, act)) or "its guard is false"
+            raise BadQuery(f"path step {n}: {act} is not enabled after the first {n - 1} step(s): {why}")
+        state = spec.apply(state, act)
+        steps.append(Step(act, state))
+    return steps
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A described state as ``{"requests.r0.phase": "prefill", ...}``: one entry per leaf slot."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out if out or not prefix else {prefix: {}}
+    return {prefix: value}
+
+
+def state_view(design: Design, actions: list[str], at: int | None = None, *, mark: int | None = None,
+               property: str | None = None) -> dict[str, Any]:
+    """Everything the page shows of the state after the first ``at`` actions of the path (all by default).
+
+    ``mark`` is the step of a loaded counterexample where ``property`` breaks; it is drawn on the path and
+    in the sequence diagram.
+    """
+    spec = design.spec
+    steps = replay(design, actions)
+    at = len(steps) if at is None else at
+    if not 0 <= at <= len(steps):
+        raise BadQuery(f"at must be between 0 and the path's {len(steps)} step(s); got {at}")
+    states = [spec.initial()] + [s.state for s in steps]
+    state, before = states[at], states[at - 1] if at else None
+    described = spec.describe(state)
+    now, then = flatten(described), flatten(spec.describe(before)) if before is not None else {}
+    changed = sorted(k for k in now.keys() | then.keys() if before is not None and now.get(k) != then.get(k))
+    enabled, on, broken = [], set(), set(violated(spec, state))
+    for act, after in spec.successors(state):  # "breaks": what the step would newly violate
+        on.add(act)
+        enabled.append({"action": str(act), "changes": step_changes(spec, state, act, after),
+                        "engine": spec.is_engine(act),
+                        "breaks": [p for p in violated(spec, after) if p not in broken]})
+    disabled = [{"action": str(a), "why": explain_guard(spec, state, a) or ["its guard is false"]}
+                for a in spec.actions if a not in on]
+    props = []
+    for p in properties_for(spec):
+        value = bool(p.holds(spec, state)) if p.check is not None else None
+        props.append({"name": p.name, "kind": p.kind, "holds": value, "story": p.story})
+    path = [{"n": n, "action": str(s.action), "changes": step_changes(spec, states[n - 1], s.action, s.state),
+             "breaks": [p for p in violated(spec, s.state) if p not in violated(spec, states[n - 1])]}
+            for n, s in enumerate(steps, 1)]
+    # The diagram names the broken property on the step a loaded counterexample marks, when it is shown.
+    failing = get_property(property) if property is not None and mark == at else None
+    diagram = diagram_of(spec, Counterexample(steps[:at]), property=failing and failing.name,
+                         story=failing.story if failing else "", kind=failing.kind if failing else "always",
+                         title=design.title()) if at else None
+    return {
+        "title": design.title(), "query": design.query(), "at": at, "length": len(steps),
+        "scenario": design.scenario.name, "variant": design.variant, "policy": dict(design.policy.__dict__),
+        "path": path, "mark": mark, "property": property,
+        "state": described, "changed": changed,
+        "last": path[at - 1] if at else None,
+        "enabled": enabled, "disabled": disabled, "properties": props,
+        "violated": violated(spec, state),
+        "diagram": to_svg(diagram) if diagram is not None else "",
+    }

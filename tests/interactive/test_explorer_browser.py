@@ -1,0 +1,140 @@
+"""The explorer in a real browser: ``flightcheck explorer`` driven by headless Chromium.
+
+Selenium with Debian's chromium-driver: the driver is packaged with the browser at the same version, and
+neither needs a download at run time (Playwright's client would fetch its own browser build, which this
+machine cannot reach, or speak to Debian's Chromium through a protocol version it was not built for).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from flightcheck.checks.interactive.app import ExplorerApp
+from flightcheck.checks.interactive.serve import ExplorerServer
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+from test_explorer_api import engine_log  # noqa: E402
+
+WAIT = 20
+
+
+@pytest.fixture(scope="module")
+def browser():
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    assert chromium and driver, "Debian's chromium and chromium-driver are needed (scripts/setup.sh installs them)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1800"):
+        options.add_argument(arg)
+    drv = webdriver.Chrome(service=Service(driver), options=options)
+    yield drv
+    drv.quit()
+
+
+@pytest.fixture(scope="module")
+def explorer_url():
+    """The URL ``flightcheck explorer --variant early-release`` prints, with the command serving it."""
+    exe = shutil.which("flightcheck")
+    assert exe, "the flightcheck command is needed (pip install -e .)"
+    proc = subprocess.Popen([exe, "explorer", "--variant", "early-release"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), (url, proc.stderr.read() if proc.poll() is not None else "")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _wait_for(drv, at: int) -> None:
+    """Until the page shows step ``at`` (the current breadcrumb) with no request in flight."""
+    WebDriverWait(drv, WAIT).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, f"#crumbs .crumb.current[data-n='{at}']"))
+
+
+def _property(drv, name: str) -> str:
+    return drv.find_element(By.CSS_SELECTOR, f"tr[data-property='{name}'] td.value").text
+
+
+def test_walk_away_from_a_variant_violation(browser, explorer_url):
+    # The done-when of the explorer: open --variant early-release, see the violating step, step back two
+    # actions, choose another action, and watch the property hold again.
+    browser.get(explorer_url)
+    _wait_for(browser, 6)
+    marked = browser.find_element(By.CSS_SELECTOR, "#crumbs .crumb.marked")
+    assert marked.text == "6. release(0)" and "current" in marked.get_attribute("class")
+    assert _property(browser, "release_after_publication") == "VIOLATED"
+    assert "release_after_publication breaks at step 6" in browser.find_element(By.ID, "note").text
+    assert "violation" in browser.find_element(By.ID, "diagram").get_attribute("innerHTML")
+    browser.find_element(By.ID, "back").click()
+    _wait_for(browser, 5)
+    browser.find_element(By.ID, "back").click()
+    _wait_for(browser, 4)
+    assert _property(browser, "release_after_publication") == "holds"
+    assert browser.find_element(By.CSS_SELECTOR, "#crumbs .crumb[data-n='6']").get_attribute("class").count("after")
+    # the disabled actions say why, in the spec's words
+    why = browser.find_element(By.CSS_SELECTOR, "#disabled li[data-action='release(0)'] .why").text
+    assert why == ("leader r0 is prefill with 0 of 2 shareable pages published (after-prefill release needs its "
+                   "prefill complete and every shareable page published, or the leader terminated)")
+    browser.find_element(By.CSS_SELECTOR, "button.action[data-action='arrive(1)']").click()
+    _wait_for(browser, 5)
+    assert [c.text for c in browser.find_elements(By.CSS_SELECTOR, "#crumbs .crumb")][-1] == "5. arrive(1)"
+    assert _property(browser, "release_after_publication") == "holds"
+    changed = [c.get_attribute("data-slot") for c in browser.find_elements(By.CSS_SELECTOR, "#state .changed[data-slot]")]
+    assert "requests.r1.phase" in changed
+    # the URL is the state: a reload shows the same step
+    query = parse_qs(urlparse(browser.current_url).query)
+    assert query["at"] == ["5"] and query["path"][0].endswith("prefill(0),prefill(0),arrive(1)")
+    browser.refresh()
+    _wait_for(browser, 5)
+    assert browser.find_element(By.CSS_SELECTOR, "#requests tr[data-request='r1'] td").text == "blocked"
+    # the browser's own back button returns to the state before the click
+    browser.back()
+    _wait_for(browser, 4)
+
+
+def test_load_counterexamples_logs_and_bad_urls(browser, tmp_path):
+    with ExplorerServer(ExplorerApp()) as server:
+        # a variant's counterexample from the menu and the button
+        browser.get(server.url + "/?variant=stranded-followers")
+        _wait_for(browser, 0)
+        browser.find_element(By.ID, "cx-button").click()
+        _wait_for(browser, 3)
+        assert [c.text for c in browser.find_elements(By.CSS_SELECTOR, "#crumbs .crumb")] == \
+            ["start", "1. arrive(0)", "2. arrive(1)", "3. abort(0)"]
+        assert "nothing is enabled" in browser.find_element(By.ID, "enabled").text
+        # the other release point side by side
+        browser.get(server.url + "/?path=arrive(0),arrive(1),admit(0),prefill(0),publish(0),prefill(0),publish(0),"
+                                 "prefill(0),release(0)")
+        _wait_for(browser, 9)
+        browser.find_element(By.ID, "compare-release").click()
+        WebDriverWait(browser, WAIT).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#compare tr.first"))
+        first = browser.find_element(By.CSS_SELECTOR, "#compare tr.first").text
+        assert first.startswith("9 release(0)") and "(not enabled)" in first
+        # an engine event log, uploaded through the page
+        log = tmp_path / "events.jsonl"
+        log.write_text(engine_log())
+        browser.find_element(By.ID, "load-file").send_keys(str(log))
+        WebDriverWait(browser, WAIT).until(lambda d: "engine log" in d.find_element(By.ID, "title").text)
+        assert "spec actions" in browser.find_element(By.ID, "note").text
+        crumbs = browser.find_elements(By.CSS_SELECTOR, "#crumbs .crumb")
+        assert crumbs[1].text == "1. arrive(0)" and "current" in crumbs[-1].get_attribute("class")
+        # a URL naming an unknown scenario: a message in the page, and the app keeps serving
+        browser.get(server.url + "/?scenario=burst9")
+        WebDriverWait(browser, WAIT).until(lambda d: d.find_element(By.ID, "error").is_displayed())
+        assert browser.find_element(By.ID, "error").text.startswith("unknown scenario 'burst9'; known: burst2")
+        browser.get(server.url + "/?path=arrive(0),jump(0)")
+        WebDriverWait(browser, WAIT).until(lambda d: "path step 2" in d.find_element(By.ID, "error").text)
+        browser.get(server.url + "/")
+        _wait_for(browser, 0)
+        assert not browser.find_element(By.ID, "error").is_displayed()
