@@ -152,6 +152,9 @@ def _variants(r: Report) -> str:
             out.append(f'<div class="diagram">{svg}</div>')
         if v.listing:
             out.append(f"<details><summary>the same path as text</summary><pre>{_e(v.listing)}</pre></details>")
+        if v.property:
+            out.append(f'<p class="small">Step through it, step back and branch off: <code>flightcheck explorer '
+                       f'--variant {_e(v.name)}</code></p>')
     return "\n".join(out)
 
 

@@ -31,6 +31,11 @@ step as a run that flightcheck found on its executable spec: every picture is a 
 sequence diagram with one lifeline per request, the scheduler, the coordinator and the prefix cache (and the
 page pool where memory is modelled). A solid arrow is a message, a dashed one a reply (the coordinator's
 verdict on a termination, or the cache's hits); the right-hand column says what each step changed.
+
+Every picture is a fixed path. To learn by doing, open the same design in the interactive explorer
+(`flightcheck explorer`, or `flightcheck explorer --variant early-release` to start on a bug): choose the
+next action from any state, see which slots it changed and why every other action is disabled, step back
+and branch off, and load any counterexample or engine log. A picture of it is in the README.
 """
 
 

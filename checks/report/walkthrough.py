@@ -281,7 +281,9 @@ def bugs_chapter() -> Chapter:
                                                               kind=prop.kind, title=caption),
                                   f"**`{v.name}`**: {v.story} It violates `{prop.name}` ({prop.story[0].lower()}"
                                   f"{prop.story[1:].rstrip('.')}) in {_steps(len(cx))}: "
-                                  f"`flightcheck explore --variant {v.name}`.", cx.format(v.build(scn))))
+                                  f"`flightcheck explore --variant {v.name}`; step through it, step back and "
+                                  f"branch off with `flightcheck explorer --variant {v.name}`.",
+                                  cx.format(v.build(scn))))
     return Chapter("Every bug of the design history, as its counterexample", text, figures)
 
 
