@@ -11,6 +11,9 @@ the items' order. It is one of three things:
   nothing to spread pays nothing) and closed with the cluster;
 - ``Cluster(workers=1)``: no Dask at all, every item in this process.
 
+:meth:`Cluster.map` returns every result at once; :meth:`Cluster.as_completed` yields each as it
+finishes (progress, an incremental log).
+
 Every task carries what it needs (a scenario, a policy, a program), so a worker needs only the
 installed package, and the results do not depend on where the tasks ran: a worker that dies mid-run
 has its tasks re-run on another (Dask's own retry), and the verdict is the same. A scheduler that
@@ -27,7 +30,7 @@ For example::
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from flightcheck.checks.inputs import InputError
 
@@ -45,11 +48,12 @@ class Cluster:
     """Runs ``map`` on a Dask scheduler given by ``address``, an embedded local cluster of ``workers``
     processes, or in this process (``workers <= 1`` and no address). A context manager."""
 
-    def __init__(self, address: str | None = None, workers: int = 1) -> None:
+    def __init__(self, address: str | None = None, workers: int = 1, *, processes: bool = True) -> None:
         if address is not None and not address.strip():
             raise ClusterError("--scheduler must name a Dask scheduler, e.g. tcp://127.0.0.1:8786; got an empty string")
         self.address = address
         self.workers = max(1, workers)
+        self.processes = processes  # the embedded cluster's workers: processes, or threads of this one
         self._client: Any = None
         self._local: Any = None
 
@@ -87,8 +91,14 @@ class Cluster:
         # One thread per process: the checkers hold the GIL (the explorer, z3) and MLX keeps one
         # engine per process. No memory limit (the nanny would kill a large exploration that a plain
         # process finishes) and the dashboard on a free port (8787 may be taken on a shared machine).
-        self._local = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                                   memory_limit=0, dashboard_address=":0", silence_logs=logging.ERROR)
+        # Threads instead (processes=False) for tasks that only launch and wait on processes of their
+        # own, as mutate's do: the launcher's state (the live processes to kill on Ctrl-C) stays here.
+        if self.processes:
+            self._local = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                                       memory_limit=0, dashboard_address=":0", silence_logs=logging.ERROR)
+        else:
+            self._local = LocalCluster(n_workers=1, threads_per_worker=self.workers, processes=False,
+                                       memory_limit=0, dashboard_address=":0", silence_logs=logging.ERROR)
         self._client = Client(self._local)
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
@@ -103,6 +113,27 @@ class Cluster:
         try:
             futures = self._client.map(fn, items, pure=False)
             return self._client.gather(futures)
+        except (OSError, CancelledError, TimeoutError) as error:
+            where = self.address or "the embedded local cluster"
+            raise ClusterError(f"the Dask scheduler at {where} went away during the run: "
+                               f"{type(error).__name__}: {error}") from None
+
+    def as_completed(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[tuple[int, Any]]:
+        """``(index, fn(items[index]))`` for every item, as each finishes (in this process: in order)."""
+        items = list(items)
+        if self._client is None and (self.workers <= 1 or len(items) <= 1):
+            for k, x in enumerate(items):
+                yield k, fn(x)
+            return
+        if self._client is None:
+            self._start_local()
+        from distributed import CancelledError, as_completed
+
+        try:
+            futures = self._client.map(fn, items, pure=False)
+            index = {f.key: k for k, f in enumerate(futures)}
+            for future, result in as_completed(futures, with_results=True):
+                yield index[future.key], result
         except (OSError, CancelledError, TimeoutError) as error:
             where = self.address or "the embedded local cluster"
             raise ClusterError(f"the Dask scheduler at {where} went away during the run: "

@@ -52,7 +52,11 @@ def register(app: typer.Typer) -> None:
         stage: Optional[list[str]] = typer.Option(None, "--stage", help="A check stage MODULE:FUNCTION to run on "
                                                   "each mutant (repeatable; default the engine stages of check)."),
         quick: bool = typer.Option(False, "--quick", help="Run the stages with quick=True (what check --quick runs)."),
-        jobs: int = typer.Option(2, min=1, help="Mutants run at once, each in its own process."),
+        jobs: int = typer.Option(2, min=1, help="Mutants run at once, each in its own process (the embedded "
+                                 "Dask cluster's threads, each waiting on one)."),
+        scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS", envvar="DASK_SCHEDULER_ADDRESS",
+                                                help="Run the mutants on this Dask scheduler's workers "
+                                                     "(tcp://HOST:PORT; each worker needs flightcheck installed)."),
         all_rows: bool = typer.Option(False, "--all-rows", help="Run every row of every stage on each mutant "
                                       "(default: a mutant ends at its first failing row, cheapest checks first)."),
         timeout: Optional[float] = typer.Option(None, min=1, help="Seconds per mutant before it counts as killed "
@@ -86,6 +90,7 @@ def register(app: typer.Typer) -> None:
         from flightcheck.checks.mutate.plan import DEFAULT_FILES, plan, resolve_target
         from flightcheck.checks.mutate.report import build_record, format_markdown, print_summary
         from flightcheck.checks.mutate.runner import ENGINE_STAGES, RunOptions, default_timeout, run_baseline, run_mutants
+        from flightcheck.checks.cluster import ClusterError
         from flightcheck.checks.mutate.skips import DEBUG_FUNCTIONS
 
         console = Console(stderr=as_json)
@@ -147,7 +152,9 @@ def register(app: typer.Typer) -> None:
                                   f"{escape(mutant.id)}[/]", highlight=False, soft_wrap=True)
 
         try:
-            outcomes = run_mutants(p.to_run, p.paths, opts, per_mutant, on_outcome, seed=seed)
+            outcomes = run_mutants(p.to_run, p.paths, opts, per_mutant, on_outcome, seed=seed, scheduler=scheduler)
+        except ClusterError as error:
+            raise usage_error(str(error)) from None
         finally:
             if log is not None:
                 log.close()

@@ -1,4 +1,4 @@
-"""Runs mutants: each in its own worker process, a few at a time, under a per-mutant timeout.
+"""Runs mutants: each in its own worker process, a few at a time on Dask, under a per-mutant timeout.
 
 The stages are named by import path (``module:function``), exactly as ``flightcheck check`` lists
 them, so the runner knows nothing of what they check: when a stage grows stronger, or a stage is
@@ -25,11 +25,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flightcheck.checks.cluster import Cluster
 from flightcheck.checks.mutate.generate import Mutant
 from flightcheck.checks.mutate.results import Kill, Outcome
 
@@ -95,9 +95,12 @@ def run_worker(job: dict[str, Any], timeout: float, jobs: int = 1) -> WorkerRun:
         job_path, result_path = Path(tmp, "job.json"), Path(tmp, "result.json")
         job_path.write_text(json.dumps(job), encoding="utf-8")
         t = time.perf_counter()
+        # The process also ends itself a little after the timeout: should the launcher die (a Dask
+        # worker lost with the machine), nothing of the mutant outlives it for long.
+        env = dict(_env(jobs), FLIGHTCHECK_MUTANT_DEADLINE=str(int(timeout) + 30))
         proc = subprocess.Popen([sys.executable, "-m", "flightcheck.checks.mutate.worker", str(job_path),
                                  str(result_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                env=_env(jobs), start_new_session=True)
+                                env=env, start_new_session=True)
         _LIVE.add(proc)
         try:
             output, _ = proc.communicate(timeout=timeout)
@@ -153,31 +156,37 @@ def run_mutant(mutant: Mutant, path: str, opts: RunOptions, timeout: float) -> O
 
 
 def run_mutants(mutants: list[Mutant], paths: dict[str, str], opts: RunOptions, timeout: float,
-                on_outcome: Callable[[Mutant, Outcome], None] | None = None, seed: int | None = 0) -> list[Outcome]:
-    """Run ``mutants`` ``opts.jobs`` at a time; outcomes in the order of ``mutants``.
+                on_outcome: Callable[[Mutant, Outcome], None] | None = None, seed: int | None = 0,
+                scheduler: str | None = None) -> list[Outcome]:
+    """Run ``mutants`` on Dask; outcomes in the order of ``mutants``.
 
-    ``paths`` maps a module name to its file (the name tracebacks show); ``on_outcome`` is called as
-    each mutant finishes (progress, an incremental log). They run in an order shuffled by ``seed``
-    (None: in the given order), so the mutants an interrupted run finished are a uniform random sample.
+    Each task is :func:`run_mutant` (it carries the mutant's source, the stages and the options, so a
+    worker needs only the installed package). ``scheduler`` names a Dask scheduler whose workers run them
+    (:class:`~flightcheck.checks.cluster.Cluster`); without it an embedded cluster runs ``opts.jobs`` at a
+    time, on threads of this process that each wait on a mutant's own worker process. ``paths`` maps a
+    module name to its file (the name tracebacks show); ``on_outcome`` is called as each mutant finishes
+    (progress, an incremental log). They run in an order shuffled by ``seed`` (None: in the given order),
+    so the mutants an interrupted run finished are a uniform random sample.
     """
     order = list(mutants)
     if seed is not None:
         random.Random(seed).shuffle(order)
+    tasks = [(m, paths[m.module], opts, timeout) for m in order]
     outcomes: dict[str, Outcome] = {}
-    pool = ThreadPoolExecutor(max_workers=max(1, opts.jobs))
-    try:
-        futures = {pool.submit(run_mutant, m, paths[m.module], opts, timeout): m for m in order}
-        for future in as_completed(futures):
-            mutant = futures[future]
-            outcome = future.result()
-            outcomes[mutant.id] = outcome
-            if on_outcome is not None:
-                on_outcome(mutant, outcome)
-    except BaseException:
-        # Interrupted (Ctrl-C): the workers run in sessions of their own, so no signal reaches them.
-        pool.shutdown(wait=False, cancel_futures=True)
-        for proc in list(_LIVE):
-            _kill_group(proc)
-        raise
-    pool.shutdown()
+    with Cluster(scheduler, workers=opts.jobs, processes=False) as cluster:
+        try:
+            for k, outcome in cluster.as_completed(_run_task, tasks):
+                outcomes[order[k].id] = outcome
+                if on_outcome is not None:
+                    on_outcome(order[k], outcome)
+        except BaseException:
+            # Interrupted (Ctrl-C): the workers run in sessions of their own, so no signal reaches them;
+            # killed before the cluster closes, which waits for the threads that wait on them.
+            for proc in list(_LIVE):
+                _kill_group(proc)
+            raise
     return [outcomes[m.id] for m in mutants]
+
+
+def _run_task(task: tuple[Mutant, str, RunOptions, float]) -> Outcome:
+    return run_mutant(*task)

@@ -18,6 +18,8 @@ For example::
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import time
 from dataclasses import asdict
@@ -89,6 +91,9 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     job_path, result_path = argv
+    deadline = os.environ.get("FLIGHTCHECK_MUTANT_DEADLINE")
+    if deadline:  # the runner's timeout, enforced here too (SIGALRM ends the process) if its launcher is gone
+        signal.alarm(int(deadline))
     with open(job_path, encoding="utf-8") as f:
         job = json.load(f)
     result = run_job(job)

@@ -139,3 +139,27 @@ def test_one_worker_runs_in_this_process_and_the_embedded_cluster_keeps_the_orde
         got = two.map(_explore_one, items)
         assert two.parts == 2 and two._client is not None
     assert [(key, states) for key, _ok, states, *_ in got] == _recorded(items)
+
+
+def test_a_mutation_sample_on_the_cluster_gives_the_local_verdicts_and_survives_a_killed_worker(dask_cluster):
+    from flightcheck.checks.mutate.plan import plan, resolve_target
+    from flightcheck.checks.mutate.runner import RunOptions, run_mutants
+
+    address, _scheduler, workers = dask_cluster
+    p = plan([resolve_target("impl/coordinator.py")], sample=6, seed=3)
+    opts = RunOptions(stages=("flightcheck.checks.suite.stages:probe_rows",), quick=True, jobs=2)
+    local = run_mutants(p.to_run, p.paths, opts, 300)   # the embedded cluster: threads of this process
+    out = {}
+    run = threading.Thread(target=lambda: out.setdefault("outcomes", run_mutants(p.to_run, p.paths, opts, 300,
+                                                                                   scheduler=address)))
+    run.start()
+    time.sleep(1.0)  # the workers' first mutants are running
+    _kill(workers[0])
+    run.join(240)
+    assert not run.is_alive()
+    assert [(o.id, o.status) for o in out["outcomes"]] == [(o.id, o.status) for o in local]
+    assert {o.status for o in local} >= {"failed", "survived"}  # the sample holds both verdicts
+    r = CliRunner().invoke(app, ["mutate", "--file", "impl/coordinator.py", "--sample", "2", "--no-baseline",
+                                 "--scheduler", f"tcp://127.0.0.1:{_free_port()}", "--stage",
+                                 "flightcheck.checks.suite.stages:probe_rows"])
+    assert r.exit_code == 2 and "cannot reach the Dask scheduler" in r.output, r.output
