@@ -139,6 +139,25 @@ class Cluster:
             raise ClusterError(f"the Dask scheduler at {where} went away during the run: "
                                f"{type(error).__name__}: {error}") from None
 
+    def actors(self, cls: type, args: Callable[[int, int], tuple]) -> list[Any]:
+        """One instance of ``cls`` per worker, built from ``args(k, n)`` (the k-th of n) and held there as a
+        Dask actor; calling a method returns a future (``.result()``). In this process (one worker, no
+        address): one plain instance whose calls return finished futures."""
+        if self._client is None and self.workers <= 1:
+            return [_Here(cls(*args(0, 1)))]
+        if self._client is None:
+            self._start_local()
+        try:
+            addresses = sorted(self._client.scheduler_info().get("workers", {}))
+            futures = [self._client.submit(cls, *args(k, len(addresses)), actor=True, workers=[a], pure=False,
+                                           allow_other_workers=False)
+                       for k, a in enumerate(addresses)]
+            return [f.result() for f in futures]
+        except (OSError, TimeoutError) as error:
+            where = self.address or "the embedded local cluster"
+            raise ClusterError(f"the Dask scheduler at {where} went away during the run: "
+                               f"{type(error).__name__}: {error}") from None
+
     def close(self) -> None:
         """Disconnect, and stop the embedded cluster if one was started."""
         if self._client is not None:
@@ -147,6 +166,27 @@ class Cluster:
         if self._local is not None:
             self._local.close()
             self._local = None
+
+
+class _Done:
+    """A finished future: what a call on an actor held in this process returns."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def result(self) -> Any:
+        return self.value
+
+
+class _Here:
+    """An object in this process with an actor's calling convention (each call returns a future)."""
+
+    def __init__(self, obj: Any) -> None:
+        self._obj = obj
+
+    def __getattr__(self, name: str) -> Callable[..., _Done]:
+        method = getattr(self._obj, name)
+        return lambda *a, **k: _Done(method(*a, **k))
 
 
 __all__ = ["CONNECT_TIMEOUT", "Cluster", "ClusterError"]

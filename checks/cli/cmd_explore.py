@@ -7,6 +7,7 @@ For example::
     $ flightcheck explore --variant forget-at-release --render graph.svg
     $ flightcheck explore --scenario burst8-abort            # a scale scenario: the batched explorer
     $ flightcheck explore --scenario burst8 --no-symmetry --safety-only --engine batched
+    $ flightcheck explore --scenario burst8-abort --workers 2   # the visited set over two Dask workers
     $ flightcheck variants
 """
 
@@ -78,6 +79,22 @@ def progress_display() -> Iterator[Callable[[Any], None]]:
             live[0].stop()
 
 
+def _explore_distributed(spec: Any, scheduler: Optional[str], workers: Optional[int], symmetry: bool,
+                         max_states: int, props: Optional[list]) -> Any:
+    """The distributed explorer on ``scheduler`` or an embedded cluster of ``workers``: the safety and
+    deadlock properties (and the ``sometimes`` ones are left out: they need the whole graph kept)."""
+    from flightcheck.checks.cluster import Cluster, ClusterError
+    from flightcheck.checks.explore.distributed import KINDS, explore_distributed
+    from flightcheck.spec.properties import properties_for
+
+    chosen = [p for p in (props if props is not None else properties_for(spec)) if p.kind in KINDS]
+    try:
+        with Cluster(scheduler, workers=workers or 1) as cluster:
+            return explore_distributed(spec, cluster, symmetry=symmetry, max_states=max_states, properties=chosen)
+    except ClusterError as error:
+        raise usage_error(str(error)) from None
+
+
 def register(app: typer.Typer) -> None:
     """Add ``explore``, ``variants`` and ``check`` to the app."""
 
@@ -106,6 +123,11 @@ def register(app: typer.Typer) -> None:
                                                "compiled (batched, the spec compiled by numba: for millions of states)."),
         memory_limit: Optional[float] = typer.Option(None, min=0.01, help="Memory bound in GiB (default: 3/4 of what is free)."),
         safety_only: bool = typer.Option(False, "--safety-only", help="Skip liveness and keep no edges (much less memory)."),
+        scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS",
+                                                help="Partition the visited set over this Dask scheduler's workers "
+                                                     "(tcp://HOST:PORT): safety and deadlock only."),
+        workers: Optional[int] = typer.Option(None, "--workers", min=1, help="Partition the visited set over an "
+                                              "embedded Dask cluster of N worker processes: safety and deadlock only."),
         render: Optional[Path] = typer.Option(None, help="Write the graph: .dot, .svg, .png or .html."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
     ) -> None:
@@ -145,11 +167,20 @@ def register(app: typer.Typer) -> None:
             raise usage_error("--render needs the edges; leave out --safety-only")
         props = [p for p in properties_for(spec) if p.kind != "eventually"] if safety_only else None
         limit = int(memory_limit * 2**30) if memory_limit is not None else None
+        distributed = scheduler is not None or workers is not None
+        if distributed and (render is not None or engine != "auto" or memory_limit is not None):
+            raise usage_error("--scheduler/--workers run the distributed explorer: leave out --render, --engine and "
+                              "--memory-limit")
+        if scheduler is not None and workers is not None:
+            raise usage_error("--workers sizes the embedded cluster; with --scheduler the cluster's own workers run")
         try:
-            with progress_display() as show:
-                result = explore_with(spec, engine=engine, symmetry=symmetry, max_states=max_states,
-                                      properties=props, memory_limit=limit,
-                                      keep_edges=False if safety_only else None, progress=show)
+            if distributed:
+                result = _explore_distributed(spec, scheduler, workers, symmetry, max_states, props)
+            else:
+                with progress_display() as show:
+                    result = explore_with(spec, engine=engine, symmetry=symmetry, max_states=max_states,
+                                          properties=props, memory_limit=limit,
+                                          keep_edges=False if safety_only else None, progress=show)
         except StateLimitExceeded as e:
             raise usage_error(str(e))
         if render is not None:
@@ -176,6 +207,8 @@ def register(app: typer.Typer) -> None:
             title = f"{scn.name} · {scn.policy.label()} · variant {variant}"
             print_result(console, result, title=title)
             console.print(f"explorer: {result.extra.get('engine', 'reference')}")
+            for k, part in enumerate(result.extra.get("per_worker", [])):
+                console.print(f"  worker {k}: {part['states']:,} states, {part['rss_mib']:,.0f} MiB resident")
             if render is not None:
                 console.print(f"graph written to {render}")
         raise typer.Exit(0 if result.ok else 1)

@@ -163,3 +163,59 @@ def test_a_mutation_sample_on_the_cluster_gives_the_local_verdicts_and_survives_
                                  "--scheduler", f"tcp://127.0.0.1:{_free_port()}", "--stage",
                                  "flightcheck.checks.suite.stages:probe_rows"])
     assert r.exit_code == 2 and "cannot reach the Dask scheduler" in r.output, r.output
+
+
+def _safety(spec):
+    from flightcheck.checks.explore.distributed import KINDS
+    from flightcheck.spec.properties import properties_for
+
+    return [p for p in properties_for(spec) if p.kind in KINDS]
+
+
+def _summary(result):
+    return (result.stats.states, result.stats.edges, result.stats.depth,
+            [(p.name, p.holds, len(p.counterexample) if p.counterexample else None) for p in result.properties])
+
+
+def test_the_distributed_explorer_matches_one_machine_and_survives_a_killed_worker(dask_cluster):
+    from flightcheck.checks.explore.distributed import explore_distributed
+    from flightcheck.checks.explore.explorer import explore
+    from flightcheck.spec.model import FlightSpec
+    from flightcheck.spec.scenario import SCALE_SCENARIOS
+    from flightcheck.spec.variants import VARIANTS
+
+    address, _scheduler, workers = dask_cluster
+    specs = [FlightSpec(SCALE_SCENARIOS["burst6"]), FlightSpec(SCALE_SCENARIOS["burst7"]),
+             VARIANTS["stranded-followers"].demo_spec(), VARIANTS["forget-at-release"].demo_spec()]
+    with Cluster(address) as cluster:
+        for spec in specs:
+            one = explore(spec, properties=_safety(spec))
+            two = explore_distributed(spec, cluster)
+            assert two.extra["workers"] == 2 and _summary(two) == _summary(one), spec.scenario.name
+            assert sum(w["states"] for w in two.extra["per_worker"]) == one.stats.states
+        assert _summary(two)[3][6] == ("termination_validated", False, 9)  # forget-at-release's 9-step path
+        out = {}
+        run = threading.Thread(target=lambda: out.setdefault("r", explore_distributed(specs[1], cluster)))
+        run.start()
+        time.sleep(0.8)  # mid-search
+        _kill(workers[0])
+        run.join(180)
+        assert not run.is_alive()
+        assert _summary(out["r"]) == _summary(explore(specs[1], properties=_safety(specs[1])))
+        assert out["r"].extra["workers"] == 1  # started again on the worker that remained
+
+
+def test_explore_with_workers_gives_the_single_machine_verdict_and_refuses_what_it_cannot_do(tmp_path):
+    one = json.loads(CliRunner().invoke(app, ["explore", "--scenario", "burst2-abort", "--safety-only", "--json"]).output)
+    r = CliRunner().invoke(app, ["explore", "--scenario", "burst2-abort", "--workers", "1", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["engine"] == "distributed" and out["stats"]["states"] == one["stats"]["states"]
+    assert [p["name"] for p in out["properties"]] == [p["name"] for p in one["properties"] if p["kind"] != "sometimes"]
+    r = CliRunner().invoke(app, ["explore", "--variant", "forget-at-release", "--workers", "1", "--json"])
+    assert r.exit_code == 1 and json.loads(r.output)["counterexample"][-1].startswith("finish(")
+    assert len(json.loads(r.output)["counterexample"]) == 9
+    for extra, message in ((["--render", str(tmp_path / "g.svg")], "leave out --render"),
+                           (["--scheduler", "tcp://127.0.0.1:1"], "--workers sizes the embedded cluster")):
+        r = CliRunner().invoke(app, ["explore", "--workers", "2", *extra])
+        assert r.exit_code == 2 and message in r.output, r.output
