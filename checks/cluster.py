@@ -54,6 +54,8 @@ class Cluster:
         self.address = address
         self.workers = max(1, workers)
         self.processes = processes  # the embedded cluster's workers: processes, or threads of this one
+        # Called as ``on_progress(done, total, running)`` after each item of a map (a progress display).
+        self.on_progress: Callable[[int, int, int], None] | None = None
         self._client: Any = None
         self._local: Any = None
 
@@ -105,18 +107,29 @@ class Cluster:
         """``[fn(x) for x in items]``, spread over the cluster's workers, in the items' order."""
         items = list(items)
         if self._client is None and (self.workers <= 1 or len(items) <= 1):
-            return [fn(x) for x in items]
+            out = []
+            for x in items:
+                out.append(fn(x))
+                self._progress(len(out), len(items))
+            return out
         if self._client is None:
             self._start_local()
-        from distributed import CancelledError
+        from distributed import CancelledError, as_completed
 
         try:
             futures = self._client.map(fn, items, pure=False)
+            if self.on_progress is not None:
+                for done, _future in enumerate(as_completed(futures), 1):
+                    self._progress(done, len(items))
             return self._client.gather(futures)
         except (OSError, CancelledError, TimeoutError) as error:
             where = self.address or "the embedded local cluster"
             raise ClusterError(f"the Dask scheduler at {where} went away during the run: "
                                f"{type(error).__name__}: {error}") from None
+
+    def _progress(self, done: int, total: int) -> None:
+        if self.on_progress is not None:
+            self.on_progress(done, total, min(self.parts, total - done))
 
     def as_completed(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[tuple[int, Any]]:
         """``(index, fn(items[index]))`` for every item, as each finishes (in this process: in order)."""

@@ -140,11 +140,23 @@ def _run(ctx: Any, console: Console, book: Any, book_path: Path, *, as_json: boo
 
     todo = [(s, p) for s, p, needs_model in STAGES if not (quick and needs_model) and (stages is None or s in stages)]
     rows: list[Row] = []
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} stages"),
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} {task.fields[unit]}"),
                   TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal) as progress:
-        task = progress.add_task("flightcheck check", total=len(todo) + (report_dir is not None))
+        task = progress.add_task("flightcheck check", total=len(todo) + (report_dir is not None), unit="stages")
+        items = progress.add_task("", total=None, visible=False, unit="items")
+        where = "this process" if ctx.cluster is None else (ctx.cluster.address or "the embedded cluster")
+
+        def shown(done: int, total: int, running: int) -> None:  # a stage's items, across the cluster
+            progress.update(items, visible=True, completed=done, total=total,
+                            description=f"  {current[0]}: {running} running on {where}")
+
+        current = [""]
+        if ctx.cluster is not None:
+            ctx.cluster.on_progress = shown
         for stage, path in todo:
+            current[0] = stage
             progress.update(task, description=f"running {stage}")
+            progress.update(items, visible=False)
             t = time.perf_counter()
             try:
                 rows += _load(path)(ctx)

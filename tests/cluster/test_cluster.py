@@ -219,3 +219,13 @@ def test_explore_with_workers_gives_the_single_machine_verdict_and_refuses_what_
                            (["--scheduler", "tcp://127.0.0.1:1"], "--workers sizes the embedded cluster")):
         r = CliRunner().invoke(app, ["explore", "--workers", "2", *extra])
         assert r.exit_code == 2 and message in r.output, r.output
+
+
+def test_progress_is_reported_item_by_item_wherever_the_items_run():
+    for workers in (1, 2):
+        seen = []
+        with Cluster(workers=workers) as cluster:
+            cluster.on_progress = lambda *a: seen.append(a)
+            assert cluster.map(abs, [-1, -2, -3]) == [1, 2, 3]
+        assert [done for done, _total, _running in seen] == [1, 2, 3] and {t for _d, t, _r in seen} == {3}
+        assert seen[-1][2] == 0 and all(0 <= running <= workers for _d, _t, running in seen)
