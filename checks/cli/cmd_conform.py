@@ -137,7 +137,9 @@ def register(app: typer.Typer) -> None:
         build: bool = typer.Option(False, "--build", help="Search for new programs and write the corpus."),
         seconds: float = typer.Option(20.0, min=1, help="Search time per scenario and policy (with --build)."),
         scenario: Optional[list[str]] = typer.Option(None, help="Only these scenarios (repeatable)."),
-        jobs: int = typer.Option(2, min=1, help="Parallel searches (with --build)."),
+        jobs: int = typer.Option(2, min=1, help="Parallel searches (with --build): the embedded Dask cluster's workers."),
+        scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS",
+                                                help="Run the searches (with --build) on this Dask scheduler's workers."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """The regression corpus: programs that steer the engine's own scheduling onto the spec's edges."""
@@ -148,7 +150,12 @@ def register(app: typer.Typer) -> None:
                 raise usage_error(f"unknown scenario {shown(name)}; known: {', '.join(SCENARIOS)}")
         entries = corpus_mod.load()
         if build:
-            fresh = corpus_mod.build_all(seconds=seconds, jobs=jobs, only=scenario)
+            from flightcheck.checks.cluster import ClusterError
+
+            try:
+                fresh = corpus_mod.build_all(seconds=seconds, jobs=jobs, only=scenario, scheduler=scheduler)
+            except ClusterError as error:
+                raise usage_error(str(error)) from None
             keys = {e.key for e in fresh}
             entries = [e for e in entries if e.key not in keys] + fresh
             order = {k: n for n, k in enumerate(f"{n} {' '.join(p.values())}" for n, p in corpus_mod.grid())}

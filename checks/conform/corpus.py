@@ -193,18 +193,20 @@ def _build_one(args: tuple) -> CorpusEntry:
 
 
 def build_all(*, seconds: float = 20.0, seed: int = 0, jobs: int = 2, only: list[str] | None = None,
-              progress: Any = None) -> list[CorpusEntry]:
-    """Build the entry of every (scenario, policy) of :func:`grid` (``only``: those scenarios), ``jobs`` at a time."""
-    import multiprocessing
+              progress: Any = None, scheduler: str | None = None) -> list[CorpusEntry]:
+    """Build the entry of every (scenario, policy) of :func:`grid` (``only``: those scenarios) on Dask:
+    ``jobs`` worker processes of an embedded cluster, or the workers of ``scheduler`` (an address); the
+    entries in the grid's order, ``progress(entry)`` as each is built."""
+    from flightcheck.checks.cluster import Cluster
 
     todo = [(n, p, seconds, seed) for n, p in grid() if only is None or n in only]
-    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-        entries = []
-        for entry in pool.imap(_build_one, todo):
-            entries.append(entry)
+    entries: list[CorpusEntry | None] = [None] * len(todo)
+    with Cluster(scheduler, workers=jobs) as cluster:
+        for k, entry in cluster.as_completed(_build_one, todo):
+            entries[k] = entry
             if progress is not None:
                 progress(entry)
-    return reduce_all(entries, jobs=jobs)
+        return reduce_all([e for e in entries if e is not None], cluster=cluster)
 
 
 def reduce(entry: CorpusEntry, model: str = "tiny") -> CorpusEntry:
@@ -231,9 +233,11 @@ def _reduce_one(obj: dict[str, Any]) -> dict[str, Any]:
     return reduce(CorpusEntry.from_json(obj)).to_json()
 
 
-def reduce_all(entries: list[CorpusEntry], *, jobs: int = 2) -> list[CorpusEntry]:
-    """:func:`reduce` every entry, ``jobs`` at a time."""
-    import multiprocessing
+def reduce_all(entries: list[CorpusEntry], *, jobs: int = 2, cluster: Any = None) -> list[CorpusEntry]:
+    """:func:`reduce` every entry on ``cluster`` (default: an embedded Dask cluster of ``jobs`` processes)."""
+    from flightcheck.checks.cluster import Cluster
 
-    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-        return [CorpusEntry.from_json(obj) for obj in pool.map(_reduce_one, [e.to_json() for e in entries])]
+    if cluster is None:
+        with Cluster(workers=jobs) as own:
+            return reduce_all(entries, cluster=own)
+    return [CorpusEntry.from_json(obj) for obj in cluster.map(_reduce_one, [e.to_json() for e in entries])]
