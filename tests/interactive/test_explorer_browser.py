@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -21,8 +20,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from flightcheck.checks.interactive.app import ExplorerApp
 from flightcheck.checks.interactive.serve import ExplorerServer
 
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-from test_explorer_api import engine_log  # noqa: E402
+from tests.interactive.test_explorer_api import engine_log
 
 WAIT = 20
 
