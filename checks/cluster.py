@@ -131,19 +131,27 @@ class Cluster:
         if self.on_progress is not None:
             self.on_progress(done, total, min(self.parts, total - done))
 
-    def as_completed(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[tuple[int, Any]]:
-        """``(index, fn(items[index]))`` for every item, as each finishes (in this process: in order)."""
+    def as_completed(self, fn: Callable[..., Any], items: Sequence[Any], shared: Any = None) -> Iterator[tuple[int, Any]]:
+        """``(index, fn(items[index]))`` for every item, as each finishes (in this process: in order).
+
+        With ``shared`` (data every item needs, e.g. the traces of a sweep), each call is
+        ``fn(shared, item)`` and ``shared`` goes to each worker once (Dask's scatter), not with every item.
+        """
         items = list(items)
         if self._client is None and (self.workers <= 1 or len(items) <= 1):
             for k, x in enumerate(items):
-                yield k, fn(x)
+                yield k, (fn(x) if shared is None else fn(shared, x))
             return
         if self._client is None:
             self._start_local()
         from distributed import CancelledError, as_completed
 
         try:
-            futures = self._client.map(fn, items, pure=False)
+            if shared is None:
+                futures = self._client.map(fn, items, pure=False)
+            else:
+                data = self._client.scatter(shared, broadcast=True)
+                futures = self._client.map(fn, [data] * len(items), items, pure=False)
             index = {f.key: k for k, f in enumerate(futures)}
             for future, result in as_completed(futures, with_results=True):
                 yield index[future.key], result

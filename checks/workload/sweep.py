@@ -4,7 +4,8 @@ The full sweep is 7 ``W_eff`` values x instance counts {1, 2, 4, 8, 16} x 3 cach
 x 2 lookup modes = 420 configurations per trace (:func:`sweep_configs` with the defaults). Configurations
 sharing ``(W_eff, capacity, lookup)`` run in one task, so an instance whose request sequence repeats across
 routings and instance counts (one instance under either routing; affinity on a trace whose requests all
-share their first block) is replayed once. Tasks run in a pool of worker processes.
+share their first block) is replayed once. Tasks run on an embedded Dask cluster of worker processes
+(:mod:`flightcheck.checks.cluster`), which receives the traces once.
 
 Rows (:func:`summary_rows`, :func:`instance_rows`, :func:`cohort_rows`) are flat dicts; per phase they
 carry every counter (the removable attempts also split into exact-input and partial-prefix ones, each with
@@ -28,12 +29,12 @@ import gzip
 import hashlib
 import io
 import json
-import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Sequence
 from itertools import groupby
 from pathlib import Path
 
+from flightcheck.checks.cluster import Cluster
 from flightcheck.checks.workload.model import (LOOKUPS, PHASES, ROUTINGS, ModelConfig, PhaseCounts,
                                                PreparedTrace, RunResult, simulate)
 
@@ -59,18 +60,16 @@ def sweep_configs(w_eff_ms: Sequence[float] = W_EFF_MS, instance_counts: Sequenc
             for w in w_eff_ms for n in instance_counts for c in capacities for r in routings for lk in lookups]
 
 
-_TRACES: dict[str, PreparedTrace] = {}  # set in the parent before forking; read by the workers
-
-
 def _task_key(item: tuple[str, ModelConfig]) -> tuple:
     name, c = item
     return (name, c.w_eff_ms, c.capacity_blocks, c.lookup, c.insert_on_miss)
 
 
-def _run_task(task: tuple[bool, list[tuple[int, str, ModelConfig]]]) -> list[tuple[int, RunResult]]:
+def _run_task(traces: dict[str, PreparedTrace],
+              task: tuple[bool, list[tuple[int, str, ModelConfig]]]) -> list[tuple[int, RunResult]]:
     record_cohorts, items = task
     memo: dict = {}
-    return [(position, simulate(_TRACES[name], config, record_cohorts=record_cohorts, memo=memo))
+    return [(position, simulate(traces[name], config, record_cohorts=record_cohorts, memo=memo))
             for position, name, config in items]
 
 
@@ -81,7 +80,7 @@ def run_sweep(traces: Sequence[PreparedTrace], configs: Sequence[ModelConfig], w
     ``record_cohorts`` keeps every cohort (for ``cohorts.csv.gz``); it is large for a full sweep.
 
     ``on_progress(n)`` is called as each task finishes, with the number of configurations it completed.
-    ``workers <= 1`` runs in this process (no pool).
+    ``workers <= 1`` runs in this process (no Dask).
     """
     names = [t.name for t in traces]
     if len(set(names)) != len(names):
@@ -90,23 +89,15 @@ def run_sweep(traces: Sequence[PreparedTrace], configs: Sequence[ModelConfig], w
     indexed = sorted(range(len(items)), key=lambda i: (_task_key(items[i]), i))
     tasks = [(record_cohorts, [(i, *items[i]) for i in group])
              for _, group in groupby(indexed, key=lambda i: _task_key(items[i]))]
-    _TRACES.clear()
-    _TRACES.update({t.name: t for t in traces})
     results: list[RunResult | None] = [None] * len(items)
-
-    def collect(done: list[tuple[int, RunResult]]) -> None:
-        for position, result in done:
-            results[position] = result
-        if on_progress:
-            on_progress(len(done))
-
-    if workers <= 1 or len(tasks) == 1:
-        for task in tasks:
-            collect(_run_task(task))
-    else:
-        with multiprocessing.get_context("fork").Pool(min(workers, len(tasks))) as pool:
-            for done in pool.imap_unordered(_run_task, tasks):
-                collect(done)
+    by_name = {t.name: t for t in traces}
+    # On Dask: an embedded cluster of ``workers`` processes (the traces sent to each once), or this process.
+    with Cluster(workers=min(workers, len(tasks))) as cluster:
+        for _k, done in cluster.as_completed(_run_task, tasks, shared=by_name):
+            for position, result in done:
+                results[position] = result
+            if on_progress:
+                on_progress(len(done))
     return results  # type: ignore[return-value]
 
 
