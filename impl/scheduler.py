@@ -289,6 +289,10 @@ class Scheduler(FlightLifecycle):
     def can_publish(self, request: Request) -> bool:
         """Incremental: completed shareable pages wait; on-completion: only a flight leader under release
         after-prefill, once its prefill is complete (its followers' early release needs the pages)."""
+        # Only a running request publishes: a terminated one has dropped its pages (found by the
+        # exhaustive check of checks/symbolic: publish on an aborted request indexed freed pages).
+        if request.phase not in (Phase.PREFILL, Phase.DECODE):
+            return False
         if not self.config.prefix_caching or self._num_publishable(request) <= 0:
             return False
         if self.config.publication == "incremental":

@@ -92,3 +92,21 @@ def test_random_requests_with_aborts_leak_no_pages(model, index):
         assert counters["num_followers_released"] > 0 and "blocked" in phases
     if settings["coordination"] == "prefix":
         assert counters["num_via_waits"] > 0 and counters["num_waiters_released"] > 0
+
+
+def test_a_terminated_request_never_publishes_its_computed_pages():
+    # Found by the exhaustive engine check (checks/symbolic): between a prefill and its publication the
+    # request is aborted; can_publish said yes and publish then indexed the pages the abort had freed.
+    from flightcheck.impl.request import Phase
+
+    engine = Engine.tiny(EngineConfig(num_pages=16, max_running=2, prefill_chunk_pages=1))
+    rid = engine.add_request([3, 1, 4, 1, 5, 9, 2, 6] * 5, SamplingParams(max_tokens=3))
+    sched = engine.scheduler
+    req = sched.admit(sched.can_admit())
+    work = sched.plan_prefill(req, 1)
+    sched.prefill(work, sched.forward([work])[0])
+    assert sched.can_publish(req)  # one computed page waits for its publication
+    engine.abort(rid)
+    assert req.phase is Phase.ABORTED and not sched.can_publish(req)
+    engine.check_invariants()
+    assert sched.pool.num_free == 16 - sched.pool.num_evictable
