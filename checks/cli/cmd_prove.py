@@ -36,7 +36,7 @@ from rich.table import Table
 from flightcheck.checks.suite.defaults import (
     PROVE_DEPTH, equiv_depth, is_mutant, pair_scenario, variant_scenario,
 )
-from flightcheck.checks.errors import usage_error
+from flightcheck.checks.errors import check_choice, usage_error
 from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS, Scenario
 from flightcheck.spec.variants import VARIANTS
 
@@ -132,6 +132,44 @@ def _prove_unbounded(variant: str, release: Optional[str], publication: Optional
     raise typer.Exit(0 if report.ok else 1)
 
 
+def _prove_engine(bound_text: Optional[str], mutant: Optional[str], method: str, seconds: Optional[float],
+                  program_out: Optional[Path], as_json: bool) -> None:
+    """``prove --engine``: the engine's guard/command pairs against the spec's actions at every engine state
+    in the bound (:mod:`flightcheck.checks.symbolic`); exit 1 on a counterexample, 0 only when every action
+    is verified (an unfinished action is not a pass: exit 1, said so)."""
+    from flightcheck.checks.conform.mutants import MUTANTS
+    from flightcheck.checks.symbolic.bound import parse_bound
+    from flightcheck.checks.symbolic.check import METHODS, check_engine
+
+    try:
+        bound = parse_bound(bound_text or "2,3")
+    except ValueError as error:
+        raise usage_error(f"--bound: {error}") from None
+    if mutant is not None and mutant not in MUTANTS:
+        raise usage_error(f"unknown --mutant {mutant!r}; known: {', '.join(MUTANTS)}")
+    check_choice("method", method, METHODS)
+    if seconds is not None and seconds <= 0:
+        raise usage_error(f"--seconds must be > 0; got {seconds}")
+    rows = check_engine(bound, mutant=mutant, method=method, time_limit=seconds)
+    found = next((r.counterexample for r in rows if r.counterexample is not None), None)
+    if program_out is not None and found is not None and found.program is not None:
+        program_out.write_text(json.dumps(found.program, indent=1) + "\n", encoding="utf-8")
+    if as_json:
+        print(json.dumps({"bound": str(bound), "mutant": mutant, "method": method,
+                          "verdict": "ok" if all(r.verdict == "verified" for r in rows) else
+                          ("counterexample" if found else "unfinished"),
+                          "actions": [r.to_json() for r in rows]}))
+    else:
+        for r in rows:
+            print(r.line())
+        if found is not None:
+            print("\n" + found.format())
+            if program_out is not None:
+                print(f"\nthe conformance program is in {program_out}; replay it on the engine with "
+                      f"`flightcheck conform --replay {program_out}`")
+    raise typer.Exit(0 if all(r.verdict == "verified" for r in rows) else 1)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``prove`` and ``equiv`` to the app."""
 
@@ -154,8 +192,28 @@ def register(app: typer.Typer) -> None:
                                        "(any number of requests, classes, pages) on the relational model."),
         timeout: float = typer.Option(30.0, "--timeout", help="With --unbounded: seconds per solver query "
                                       "(a query that runs out is 'unknown', never proved)."),
+        engine: bool = typer.Option(False, "--engine", help="Check the engine's own guard/command pairs against "
+                                    "the spec's actions at every engine state within --bound."),
+        bound: Optional[str] = typer.Option(None, "--bound", metavar="N,M", help="With --engine: requests, pages "
+                                            "(default 2,3)."),
+        mutant: Optional[str] = typer.Option(None, "--mutant", help="With --engine: a planted engine bug to check."),
+        method: str = typer.Option("exhaustive", "--method", help="With --engine: exhaustive | crosshair."),
+        seconds: Optional[float] = typer.Option(None, "--seconds", help="With --engine: seconds per configuration "
+                                                "(past it an action is 'unfinished', never verified)."),
+        program_out: Optional[Path] = typer.Option(None, "--program-out", help="With --engine: write the "
+                                                   "counterexample's conformance program (for conform --replay)."),
     ) -> None:
         """Prove every safety property by k-induction; BMC to --depth for the rest. Exit 1 on a violation."""
+        if engine:
+            given = [o for o, v in (("--scenario", scenario), ("--depth", depth), ("--path-out", path_out),
+                                    ("--release", release), ("--publication", publication),
+                                    ("--coordination", coordination)) if v is not None]
+            if given or unbounded or variant != "correct":
+                raise usage_error("--engine checks the engine against the spec over its own configurations; it takes "
+                                  f"no {', '.join(given) or ('--unbounded' if unbounded else '--variant')}")
+            _prove_engine(bound, mutant, method, seconds, program_out, as_json)
+        elif any(v is not None for v in (bound, mutant, seconds, program_out)) or method != "exhaustive":
+            raise usage_error("--bound, --mutant, --method, --seconds and --program-out go with --engine")
         if unbounded:
             _variant(variant)
             given = [o for o, v in (("--scenario", scenario), ("--depth", depth), ("--path-out", path_out),

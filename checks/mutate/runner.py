@@ -9,7 +9,7 @@ classifies each mutant from its process: a failed row, a crash or a timeout kill
 For example::
 
     >>> ENGINE_STAGES
-    ('flightcheck.checks.suite.stages:conform_stage',)
+    ('flightcheck.checks.suite.stages:conform_stage', 'flightcheck.checks.suite.stages:engine_stage')
     >>> default_timeout(6.0)
     120.0
 """
@@ -33,8 +33,10 @@ from flightcheck.checks.cluster import Cluster
 from flightcheck.checks.mutate.generate import Mutant
 from flightcheck.checks.mutate.results import Kill, Outcome
 
-# The stages of `flightcheck check` that test the engine (the others read the spec or traces only).
-ENGINE_STAGES: tuple[str, ...] = ("flightcheck.checks.suite.stages:conform_stage",)
+# The stages of `flightcheck check` that test the engine (the others read the spec or traces only):
+# conformance first (most kills take about a second), then the engine's guard/command pairs in a bound.
+ENGINE_STAGES: tuple[str, ...] = ("flightcheck.checks.suite.stages:conform_stage",
+                                  "flightcheck.checks.suite.stages:engine_stage")
 
 
 def default_timeout(baseline_seconds: float) -> float:

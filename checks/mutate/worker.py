@@ -5,7 +5,8 @@ replace and its mutated source, or none for the baseline; the stages by import p
 installs :class:`~flightcheck.checks.mutate.hook.MutantFinder` before importing anything of the
 engine, runs each stage as ``flightcheck check`` does (``stage(ctx) -> list[Row]`` with a
 :class:`~flightcheck.checks.suite.stages.Context` of the job's ``quick``, the recorded expectations, the
-stage ending at its first failing row unless the job asks for ``all_rows``, and one
+stage ending at its first failing row, and the job at its first failing stage, unless the job asks
+for ``all_rows``, and one
 process: the runner spreads mutants, not stage items, over the cores; a stage that raises is one failed row naming the error), and writes the rows as JSON. A crash, a hang or an exit
 of the process is the runner's to see: no result file.
 
@@ -73,6 +74,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
                   first_failure=not job.get("all_rows", False), shrink_seconds=10.0)
     rows: list[dict[str, Any]] = []
     for path in job["stages"]:
+        if ctx.first_failure and any(not r["ok"] for r in rows):
+            break  # killed: the later stages would only cost time
         t = time.perf_counter()
         try:
             stage = _load(path)

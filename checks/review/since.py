@@ -2,17 +2,18 @@
 
 A changed path selects stages by the folder it is in (:data:`RULES`, the first matching prefix wins),
 from what each stage imports: ``explore``, ``variants``, ``prove`` and ``equiv`` import only ``spec/``
-and the checkers (never ``impl/``), so a change to the engine cannot move them and selects the
-conformance stages (``conform``, and ``smollm2``, conformance on the real model, which ``--quick``
-skips); a change to the server (``impl/server/``) selects ``server``; a change to ``spec/`` can move
+and the checkers (never ``impl/``), so a change to the engine cannot move them and selects the stages
+that run it (``engine``, its guard/command pairs within a bound; ``conform``, and ``smollm2``,
+conformance on the real model, which ``--quick`` skips); a change to the server (``impl/server/``) selects ``server``; a change to ``spec/`` can move
 every stage; a change to a room of ``checks/`` selects the stages that import it (``checks/explore`` is
 read by the proofs and the conformance's coverage too). Documentation, tests, scripts and CI files
 select nothing. A path no rule knows selects everything: an unknown change is never a skipped check.
 
 For example::
 
-    >>> select(["impl/engine.py"], ["explore", "variants", "prove", "equiv", "conform", "server", "smollm2"]).stages
-    ['conform', 'smollm2']
+    >>> select(["impl/engine.py"], ["explore", "variants", "prove", "equiv", "engine", "conform", "server",
+    ...                             "smollm2"]).stages
+    ['engine', 'conform', 'smollm2']
     >>> select(["README.md", "docs/x.png"], ["explore", "conform"]).stages
     []
     >>> select(["spec/model.py"], ["explore", "conform"]).stages
@@ -25,17 +26,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ALL = "*"
-CONFORM = ("conform", "smollm2")
+CONFORM = ("engine", "conform", "smollm2")
 GRAPH = ("explore", "variants", "prove", "equiv")
 
 # (path prefix, stages it selects, why), the first match wins; a path matching none selects everything.
 RULES: list[tuple[str, tuple[str, ...], str]] = [
     ("spec/", (ALL,), "the design every stage checks"),
     ("impl/server/", ("server",), "the server"),
-    ("impl/", CONFORM, "the engine (only the conformance stages run it)"),
+    ("impl/", CONFORM, "the engine (only the engine and conformance stages run it)"),
     ("checks/explore/", GRAPH + CONFORM + ("server",), "the explorer (also read by the proofs and conformance)"),
     ("checks/proofs/", ("prove", "equiv"), "the proofs"),
     ("checks/unbounded/", ("prove",), "the proofs for all sizes (rows of the prove stage)"),
+    ("checks/symbolic/", ("engine",), "the engine's code against the spec within a bound"),
     ("checks/conform/", CONFORM + ("server",), "conformance (the server's harness reads its event log)"),
     ("checks/server/", ("server",), "the server campaign"),
     ("checks/workload/", ("workload",), "the workload model"),

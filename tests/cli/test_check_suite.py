@@ -16,7 +16,7 @@ def test_check_quick_runs_every_stage_but_the_real_model_and_passes(tmp_path):
     assert out["report"] == str(tmp_path / "report" / "index.html") and "z3: k-induction" in (
         tmp_path / "report" / "index.html").read_text()  # the report of this run (tests/report/ checks it renders)
     stages = {row["stage"] for row in out["rows"]}
-    assert stages == {"explore", "variants", "prove", "equiv", "conform", "server", "workload"}
+    assert stages == {"explore", "variants", "prove", "equiv", "engine", "conform", "server", "workload"}
     by_item = {(row["stage"], row["item"]): row for row in out["rows"]}
     assert by_item[("variants", "forget-at-release")]["detail"] == "caught: termination_validated in 9 steps"
     assert by_item[("prove", "burst2 after-prefill incremental release-all")]["detail"].startswith("27/27 proved (k<=2)")

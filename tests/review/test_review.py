@@ -20,7 +20,7 @@ from flightcheck.checks.review.present import to_text
 from flightcheck.checks.review.since import select
 
 HERE = Path(__file__).resolve().parents[2]
-STAGES = ["explore", "variants", "prove", "equiv", "conform", "server", "smollm2", "workload"]
+STAGES = ["explore", "variants", "prove", "equiv", "engine", "conform", "server", "smollm2", "workload"]
 GUARD = "published = And(s.ph[f] == DECODE, s.pubd[f] >= self.shareable(f))"
 EARLY = "published = And(s.ph[f] >= PREFILL, s.pubd[f] >= self.shareable(f) - 1)"
 
@@ -121,7 +121,8 @@ def test_a_baseline_of_another_layout_is_exit_2_not_a_pass(tmp_path, monkeypatch
 
 
 def test_since_selects_the_conform_stages_for_an_impl_change():
-    assert select(["impl/engine.py", "impl/pages.py"], STAGES).stages == ["conform", "smollm2"]
+    assert select(["impl/engine.py", "impl/pages.py"], STAGES).stages == ["engine", "conform", "smollm2"]
+    assert select(["checks/symbolic/harness.py"], STAGES).stages == ["engine"]
     assert select(["impl/server/app.py"], STAGES).stages == ["server"]
     assert select(["spec/model.py", "README.md"], STAGES).stages == STAGES
     assert select(["checks/proofs/induction.py"], STAGES).stages == ["prove", "equiv"]
@@ -140,8 +141,8 @@ def test_since_through_the_cli_says_its_choice(clone, monkeypatch):
         r = _invoke(clone, monkeypatch, "--since", "HEAD", "--stage", "workload", "--json", "--no-report")
         assert r.exit_code == 0, r.output
         since = json.loads(r.stdout)["since"]
-        assert since["selected"] == ["conform", "smollm2"] and since["running"] == []
+        assert since["selected"] == ["engine", "conform", "smollm2"] and since["running"] == []
         r = _invoke(clone, monkeypatch, "--since", "HEAD", "--stage", "workload", "--no-report")
-        assert "impl/engine.py: conform, smollm2" in r.stdout
+        assert "impl/engine.py: engine, conform, smollm2" in r.stdout
     finally:
         _git(clone, "checkout", "-q", "--", "README.md", "impl/engine.py")
