@@ -144,14 +144,25 @@ def explore_distributed(spec: Any, cluster: Cluster, *, symmetry: bool = True, m
     for attempt in range(RESTARTS + 1):
         try:
             return _explore(spec, cluster, symmetry, max_states, props)
-        except _WorkerLost as lost:
+        except Exception as error:
+            if not worker_lost(error):
+                raise
             if attempt == RESTARTS:
-                raise ClusterError(f"workers were lost {RESTARTS + 1} times during the exploration: {lost}") from None
+                raise ClusterError(f"workers were lost {RESTARTS + 1} times during the exploration: "
+                                   f"{type(error).__name__}: {error}") from None
     raise AssertionError("unreachable")
 
 
-class _WorkerLost(Exception):
-    pass
+def worker_lost(error: BaseException) -> bool:
+    """Whether ``error`` says an actor's worker went away (its part of the visited set is gone): Dask
+    says so as ``OSError: Unable to contact Actor's worker`` on a call in flight, ``RuntimeError: Worker
+    holding Actor was lost`` on a new call, or a closed connection."""
+    if isinstance(error, ClusterError):
+        return False
+    if isinstance(error, RuntimeError) and "Actor was lost" in str(error):
+        return True
+    return type(error).__name__ in ("CommClosedError", "KilledWorker", "CancelledError") \
+        or isinstance(error, (OSError, TimeoutError))
 
 
 def _explore(spec: Any, cluster: Cluster, symmetry: bool, max_states: int, props: list[Property]) -> ExploreResult:
@@ -218,13 +229,5 @@ def _explore(spec: Any, cluster: Cluster, symmetry: bool, max_states: int, props
 
 
 def _gather(futures: list[Any]) -> list[Any]:
-    """The results of actor calls; a lost worker is :class:`_WorkerLost` (the search starts again)."""
-    try:
-        return [f.result() for f in futures]
-    except ClusterError:
-        raise
-    except Exception as error:  # the actor's worker went away ("OSError: Unable to contact Actor's worker")
-        if type(error).__name__ in ("CommClosedError", "KilledWorker", "CancelledError") \
-                or isinstance(error, (OSError, TimeoutError)):
-            raise _WorkerLost(f"{type(error).__name__}: {error}") from None
-        raise
+    """The results of actor calls (a lost worker raises; :func:`worker_lost` tells which errors say so)."""
+    return [f.result() for f in futures]

@@ -229,3 +229,13 @@ def test_progress_is_reported_item_by_item_wherever_the_items_run():
             assert cluster.map(abs, [-1, -2, -3]) == [1, 2, 3]
         assert [done for done, _total, _running in seen] == [1, 2, 3] and {t for _d, t, _r in seen} == {3}
         assert seen[-1][2] == 0 and all(0 <= running <= workers for _d, _t, running in seen)
+
+
+def test_every_way_dask_says_an_actor_is_gone_restarts_the_search_and_nothing_else_does():
+    from flightcheck.checks.explore.distributed import worker_lost
+
+    assert worker_lost(RuntimeError("Worker holding Actor was lost.  Status: error"))  # a new call
+    assert worker_lost(OSError("Unable to contact Actor's worker"))                    # a call in flight
+    assert not worker_lost(RuntimeError("a bug in the partition"))
+    assert not worker_lost(ValueError("bad"))
+    assert not worker_lost(ClusterError("the scheduler went away"))
