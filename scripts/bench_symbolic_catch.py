@@ -17,6 +17,7 @@ import datetime
 import json
 import subprocess
 import sys
+import tempfile
 import time
 
 CAUGHT = {  # mutant -> the smallest bound at which the engine check exposes it
@@ -51,8 +52,10 @@ def main() -> None:
     print("|---|---|---:|---|---:|---|---:|")
     for name, bound in CAUGHT.items():
         e_s, e_out = _timed([sys.executable, "-c", ENGINE, bound, name], 600)
-        c_s, c_out = _timed([sys.executable, "-m", "flightcheck.checks.cli.app", "conform", "--mutant", name,
-                             "--seed", "0", "--json", "--seconds", str(int(args.seconds))], args.seconds + 300)
+        with tempfile.TemporaryDirectory() as saved:  # the campaign's failing programs are not kept
+            c_s, c_out = _timed([sys.executable, "-m", "flightcheck.checks.cli.app", "conform", "--mutant", name,
+                                 "--seed", "0", "--json", "--seconds", str(int(args.seconds)), "--save-dir", saved],
+                                args.seconds + 300)
         try:
             verdict = json.loads(c_out).get("verdict", "?")
         except ValueError:
