@@ -69,15 +69,7 @@ def _count(stats: Enumeration, result: Any, key: Any, seen: set) -> None:
     if key in seen:
         return
     seen.add(key)
-    stats.num_states += 1
-    for name in set(result.compared) | {c.name for c in result.ran}:
-        stats.states[name] = stats.states.get(name, 0) + 1
-    for c in result.ran:
-        stats.commands[c.name] = stats.commands.get(c.name, 0) + 1
-    for name, n in result.events.items():
-        stats.events[name] = stats.events.get(name, 0) + n
-    for name, s in result.seconds.items():
-        stats.seconds[name] = stats.seconds.get(name, 0.0) + s
+    stats.tally(result)
 
 
 def path_conforms(codes: list[int]) -> bool:

@@ -49,6 +49,19 @@ class Enumeration:
     paths: int = 0  # CrossHair only: the paths it ran
     note: str = ""  # CrossHair only: what it said when no finding could be rebuilt from it
 
+    def tally(self, result: Any) -> None:
+        """Count one state's :class:`~flightcheck.checks.symbolic.obligations.StateCheck`: the state, and
+        per action the state, the commands run, the events checked and the seconds spent."""
+        self.num_states += 1
+        for name in set(result.compared) | {c.name for c in result.ran}:
+            self.states[name] = self.states.get(name, 0) + 1
+        for c in result.ran:
+            self.commands[c.name] = self.commands.get(c.name, 0) + 1
+        for name, n in result.events.items():
+            self.events[name] = self.events.get(name, 0) + n
+        for name, s in result.seconds.items():
+            self.seconds[name] = self.seconds.get(name, 0.0) + s
+
 
 def _path(parents: dict, key: Any) -> list[Command]:
     out = []
@@ -75,16 +88,8 @@ def enumerate_states(bound: Bound, config: str, *, first: bool = False, max_stat
             out.wall_seconds = time.perf_counter() - start
             return out
         engine, key = frontier.popleft()
-        out.num_states += 1
         result = check_state(engine, bound, namer)
-        for name in set(result.compared) | {c.name for c in result.ran}:
-            out.states[name] = out.states.get(name, 0) + 1
-        for c in result.ran:
-            out.commands[c.name] = out.commands.get(c.name, 0) + 1
-        for name, n in result.events.items():
-            out.events[name] = out.events.get(name, 0) + n
-        for name, s in result.seconds.items():
-            out.seconds[name] = out.seconds.get(name, 0.0) + s
+        out.tally(result)
         for finding in result.findings:
             if (finding.action, finding.kind) not in seen_finding:  # the first (shortest) of each kind
                 seen_finding.add((finding.action, finding.kind))
