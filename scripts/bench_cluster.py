@@ -13,12 +13,12 @@ import argparse
 import datetime
 import json
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import time
+
+from local_dask import local_dask_cluster
 
 
 def _check(stage: str, *extra: str) -> tuple[float, list]:
@@ -34,20 +34,7 @@ def main() -> None:
     ap.add_argument("--stage", default="explore")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    address = f"tcp://127.0.0.1:{port}"
-    procs = [subprocess.Popen(["dask", "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-                              start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    procs += [subprocess.Popen(["dask", "worker", address, "--nthreads", "1", "--memory-limit", "0", "--no-dashboard"],
-                               start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-              for _ in range(2)]
-    try:
-        from distributed import Client
-
-        with Client(address, timeout=60) as c:
-            c.wait_for_workers(2, timeout=120)
+    with local_dask_cluster(workers=2) as address:
         settings = {"one process (--workers 1)": ("--workers", "1"),
                     "embedded local cluster, 2 workers (default)": ("--workers", "2"),
                     "dask scheduler + 2 dask workers (--scheduler)": ("--scheduler", address)}
@@ -66,12 +53,6 @@ def main() -> None:
         for name, ts in times.items():
             m = statistics.median(ts)
             print(f"| {name} | {m:.1f} | {m / base:.2f}x |")
-    finally:
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 if __name__ == "__main__":

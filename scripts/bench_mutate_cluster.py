@@ -13,14 +13,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
-import signal
-import socket
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from distributed import Client
+from local_dask import local_dask_cluster
 
 from flightcheck.checks.mutate.plan import plan, resolve_target
 from flightcheck.checks.mutate.runner import RunOptions, run_mutant, run_mutants
@@ -43,24 +39,10 @@ def main() -> None:
     t = time.perf_counter()
     runs["embedded Dask cluster"] = run_mutants(p.to_run, p.paths, opts, 300)
     seconds["embedded Dask cluster"] = time.perf_counter() - t
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    address = f"tcp://127.0.0.1:{port}"
-    procs = [subprocess.Popen(["dask", "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-                              start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    procs += [subprocess.Popen(["dask", "worker", address, "--nthreads", "1", "--memory-limit", "0", "--no-dashboard"],
-                               start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-              for _ in range(2)]
-    try:
-        with Client(address, timeout=60) as client:
-            client.wait_for_workers(2, timeout=120)
+    with local_dask_cluster(workers=2) as address:
         t = time.perf_counter()
         runs["dask scheduler, 2 workers"] = run_mutants(p.to_run, p.paths, opts, 300, scheduler=address)
         seconds["dask scheduler, 2 workers"] = time.perf_counter() - t
-    finally:
-        for proc in procs:
-            os.killpg(proc.pid, signal.SIGKILL)
     peer = [(o.id, o.status) for o in runs["thread pool (peer)"]]
     print(f"{datetime.date.today()} · `python scripts/bench_mutate_cluster.py --sample {args.sample} --seed {args.seed}`"
           f" · {len(p.to_run)} mutants of impl/coordinator.py, stages probe_rows + shape_rows, two at a time\n")
@@ -73,6 +55,7 @@ def main() -> None:
     pool = runs["thread pool (peer)"]
     counts = {k: sum(o.status == k for o in pool) for k in sorted({o.status for o in pool})}
     print("\nverdicts: " + ", ".join(f"{k} {n}" for k, n in counts.items()))
+
 
 if __name__ == "__main__":
     main()
