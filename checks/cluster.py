@@ -105,34 +105,18 @@ class Cluster:
 
     def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         """``[fn(x) for x in items]``, spread over the cluster's workers, in the items' order."""
-        items = list(items)
-        if self._client is None and (self.workers <= 1 or len(items) <= 1):
-            out = []
-            for x in items:
-                out.append(fn(x))
-                self._progress(len(out), len(items))
-            return out
-        if self._client is None:
-            self._start_local()
-        from distributed import CancelledError, as_completed
-
-        try:
-            futures = self._client.map(fn, items, pure=False)
-            if self.on_progress is not None:
-                for done, _future in enumerate(as_completed(futures), 1):
-                    self._progress(done, len(items))
-            return self._client.gather(futures)
-        except (OSError, CancelledError, TimeoutError) as error:
-            where = self.address or "the embedded local cluster"
-            raise ClusterError(f"the Dask scheduler at {where} went away during the run: "
-                               f"{type(error).__name__}: {error}") from None
+        out: list[Any] = [None] * len(items)
+        for k, result in self.as_completed(fn, items):
+            out[k] = result
+        return out
 
     def _progress(self, done: int, total: int) -> None:
         if self.on_progress is not None:
             self.on_progress(done, total, min(self.parts, total - done))
 
     def as_completed(self, fn: Callable[..., Any], items: Sequence[Any], shared: Any = None) -> Iterator[tuple[int, Any]]:
-        """``(index, fn(items[index]))`` for every item, as each finishes (in this process: in order).
+        """``(index, fn(items[index]))`` for every item, as each finishes (in this process: in order), with
+        ``on_progress`` told after each.
 
         With ``shared`` (data every item needs, e.g. the traces of a sweep), each call is
         ``fn(shared, item)`` and ``shared`` goes to each worker once (Dask's scatter), not with every item.
@@ -140,7 +124,9 @@ class Cluster:
         items = list(items)
         if self._client is None and (self.workers <= 1 or len(items) <= 1):
             for k, x in enumerate(items):
-                yield k, (fn(x) if shared is None else fn(shared, x))
+                result = fn(x) if shared is None else fn(shared, x)
+                self._progress(k + 1, len(items))
+                yield k, result
             return
         if self._client is None:
             self._start_local()
@@ -153,12 +139,17 @@ class Cluster:
                 data = self._client.scatter(shared, broadcast=True)
                 futures = self._client.map(fn, [data] * len(items), items, pure=False)
             index = {f.key: k for k, f in enumerate(futures)}
-            for future, result in as_completed(futures, with_results=True):
+            for done, (future, result) in enumerate(as_completed(futures, with_results=True), 1):
+                if future.status == "cancelled":  # yielded, not raised, when the scheduler goes away
+                    raise CancelledError(f"{future.key}: {result}")
+                self._progress(done, len(items))
                 yield index[future.key], result
         except (OSError, CancelledError, TimeoutError) as error:
-            where = self.address or "the embedded local cluster"
-            raise ClusterError(f"the Dask scheduler at {where} went away during the run: "
-                               f"{type(error).__name__}: {error}") from None
+            raise self._gone(error) from None
+
+    def _gone(self, error: BaseException) -> ClusterError:
+        where = self.address or "the embedded local cluster"
+        return ClusterError(f"the Dask scheduler at {where} went away during the run: {type(error).__name__}: {error}")
 
     def actors(self, cls: type, args: Callable[[int, int], tuple]) -> list[Any]:
         """One instance of ``cls`` per worker, built from ``args(k, n)`` (the k-th of n) and held there as a
@@ -175,9 +166,7 @@ class Cluster:
                        for k, a in enumerate(addresses)]
             return [f.result() for f in futures]
         except (OSError, TimeoutError) as error:
-            where = self.address or "the embedded local cluster"
-            raise ClusterError(f"the Dask scheduler at {where} went away during the run: "
-                               f"{type(error).__name__}: {error}") from None
+            raise self._gone(error) from None
 
     def close(self) -> None:
         """Disconnect, and stop the embedded cluster if one was started."""
