@@ -96,20 +96,26 @@ class Partition:
         return {"buckets": buckets, "deadlocked": min(deadlocked) if deadlocked else None, "edges": edges}
 
     def insert(self, items: list[tuple[Any, Any, Any]]) -> dict[str, Any]:
-        """Keep the states not seen before (first parent wins, in the order given), check the invariants
-        on them; the smallest violating state per property."""
+        """Keep the states not seen before, check the invariants on them; the smallest violating state per
+        property. A state reached several ways in this level keeps the smallest (parent, action): the
+        items arrive in an order that depends on the partitioning, the paths rebuilt from them must not."""
         bad: dict[str, Any] = {}
-        new = 0
+        fresh: dict[Any, tuple[Any, str]] = {}
         for c, s, a in items:
+            if c in fresh:
+                if (s, str(a)) < fresh[c]:
+                    fresh[c] = (s, str(a))
+                    self.parent[c] = (s, a)
+                continue
             if c in self.parent:
                 continue
             self.parent[c] = (s, a) if s is not None else None
+            fresh[c] = (s, str(a)) if s is not None else ((), "")
             self.incoming.append(c)
-            new += 1
             for p in self.invariants:
                 if not p.holds(self.spec, c) and (p.name not in bad or c < bad[p.name]):
                     bad[p.name] = c
-        return {"new": new, "bad": bad}
+        return {"new": len(fresh), "bad": bad}
 
     def advance(self) -> int:
         """The states inserted this level become the frontier; their number."""

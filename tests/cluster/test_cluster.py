@@ -193,6 +193,9 @@ def test_the_distributed_explorer_matches_one_machine_and_survives_a_killed_work
             two = explore_distributed(spec, cluster)
             assert two.extra["workers"] == 2 and _summary(two) == _summary(one), spec.scenario.name
             assert sum(w["states"] for w in two.extra["per_worker"]) == one.stats.states
+            here = explore_distributed(spec, Cluster(workers=1))  # one partition, in this process
+            assert [p.counterexample.actions for p in two.violations] == \
+                [p.counterexample.actions for p in here.violations]  # the paths do not depend on the workers
         assert _summary(two)[3][6] == ("termination_validated", False, 9)  # forget-at-release's 9-step path
         out = {}
         run = threading.Thread(target=lambda: out.setdefault("r", explore_distributed(specs[1], cluster)))
