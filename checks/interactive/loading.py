@@ -80,7 +80,7 @@ def replay_file(text: str, source: str = "uploaded path") -> tuple[dict[str, str
 def engine_log(text: str, source: str = "uploaded log") -> LoadedLog:
     """An engine event log as a spec path: read and checked as ``validate`` reads it (header, schema, the
     size limits), validated against the spec, and kept with the scenario grown from its arrivals."""
-    events, header = parse_events(text.split("\n") if not text.endswith("\n") else text[:-1].split("\n"), source)
+    events, header = parse_events(text.removesuffix("\n").split("\n"), source)
     try:
         policy = header_policy(header)
     except (TypeError, ValueError) as error:
