@@ -130,8 +130,12 @@ def register(app: typer.Typer) -> None:
                                               "embedded Dask cluster of N worker processes: safety and deadlock only."),
         render: Optional[Path] = typer.Option(None, help="Write the graph: .dot, .svg, .png or .html."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of tables."),
+        no_cache: bool = typer.Option(False, "--no-cache", help="Run the exploration even if this very run was done "
+                                      "before with the same code (the console script replays such a run's output "
+                                      "from ~/.cache/flightcheck/results; FLIGHTCHECK_RESULT_CACHE=0 does the same)."),
     ) -> None:
         """Explore a scenario's state graph exhaustively and check every property."""
+        del no_cache  # read by the console script before this command is built (checks/cli/result_cache.py)
         from flightcheck.checks.explore.engine import ENGINES, explore_with
         from flightcheck.checks.explore.explorer import StateLimitExceeded
         from flightcheck.checks.explore.report import print_result
