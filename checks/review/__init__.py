@@ -19,9 +19,13 @@ regression (exit 1); other changes are shown and fail only under ``--strict``
 ``flightcheck check --since REF`` runs only the stages a change since ``REF`` can affect
 (:mod:`.since`: by ``git diff --name-only REF`` and the untracked files), and says which and why.
 
+``flightcheck diff --base REF`` makes the same comparison for one scenario under one policy and draws the
+two graphs as one, added states and edges green, removed red (:mod:`.base_diff`, :mod:`.drawing`).
+
 Modules: :mod:`.gitrepo` (the git facts), :mod:`.baseline` (the worktree and the two processes),
 :mod:`.bootstrap` and :mod:`.summary` (run inside each side's process), :mod:`.graphdiff`,
-:mod:`.present`, :mod:`.since`, :mod:`.command` (what the two options do), :mod:`.errors`.
+:mod:`.present`, :mod:`.since`, :mod:`.command` (what the two options do), :mod:`.base_diff` and
+:mod:`.drawing` (``diff --base``), :mod:`.errors`.
 
 Not compared (yet): the conformance corpus's event sequences when ``impl/`` changed, and the proofs.
 """

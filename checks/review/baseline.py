@@ -55,10 +55,10 @@ def inside(path: str | None, root: Path) -> bool:
     return True
 
 
-def _start(tree: Path, out: Path, scenarios: list[str] | None) -> subprocess.Popen:
+def _start(tree: Path, out: Path, args: list[str]) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
     env.setdefault("PYTHONHASHSEED", "0")
-    return subprocess.Popen([sys.executable, str(BOOTSTRAP), str(tree), str(out), *(scenarios or [])],
+    return subprocess.Popen([sys.executable, str(BOOTSTRAP), str(tree), str(out), *args],
                             cwd=str(tree), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
@@ -87,17 +87,23 @@ def _cpu_of_children() -> float:
     return t.children_user + t.children_system
 
 
-def summarise_sides(root: Path, ref: str, scenarios: list[str] | None = None) -> Sides:
-    """Summarise the working tree at ``root`` and the commit ``ref`` names, in parallel processes.
+def summarise_sides(root: Path, ref: str, scenarios: list[str] | None = None, *,
+                    one: dict[str, Any] | None = None) -> Sides:
+    """Summarise the working tree at ``root`` and the commit ``ref`` names, in parallel processes: every
+    default scenario (or those named) and variant, or, with ``one``, only the graph that request names
+    (``scenario``, ``policy``, ``variant``, ``symmetry``, ``max_states``: ``flightcheck diff --base``).
 
     Raises NoSuchRef for a ref that names no commit, and SideFailed when either side cannot be imported
     or explored (the message names the side and the last line of its error)."""
+    import json
+
+    args = ["--one", json.dumps(one)] if one is not None else list(scenarios or [])
     commit = resolve(root, ref)
     t0, cpu0 = time.perf_counter(), _cpu_of_children()
     with tempfile.TemporaryDirectory(prefix="flightcheck-review-") as tmp, worktree(root, commit) as tree:
         outs = {"baseline": Path(tmp) / "baseline.json", "candidate": Path(tmp) / "candidate.json"}
         trees = {"baseline": tree, "candidate": root}
-        procs = {name: _start(trees[name], outs[name], scenarios) for name in ("baseline", "candidate")}
+        procs = {name: _start(trees[name], outs[name], args) for name in ("baseline", "candidate")}
         try:
             summaries = {name: _finish(name, procs[name], trees[name], outs[name]) for name in procs}
         finally:

@@ -87,8 +87,14 @@ def _load_summary() -> Any:
 
 
 def main(argv: list[str]) -> int:
-    """``ROOT OUT [SCENARIO ...]``: summarise ``ROOT``'s graphs and variants into the JSON file ``OUT``."""
+    """``ROOT OUT [SCENARIO ...]``: summarise ``ROOT``'s graphs and variants into the JSON file ``OUT``;
+    ``ROOT OUT --one REQUEST``: only the one graph the JSON ``REQUEST`` names (``flightcheck diff --base``)."""
     root, out, scenarios = Path(argv[0]).resolve(), Path(argv[1]), argv[2:] or None
+    one = None
+    if scenarios and scenarios[0] == "--one":
+        import json
+
+        one, scenarios = json.loads(scenarios[1]), None
     install(root)
     summary = _load_summary()
     try:
@@ -97,7 +103,10 @@ def main(argv: list[str]) -> int:
         print(f"{type(error).__name__}: {error}", file=sys.stderr)
         return EXIT_IMPORT
     try:
-        summary.write(api, root, out, scenarios)
+        if one is not None:
+            summary.write_one(api, root, out, one)
+        else:
+            summary.write(api, root, out, scenarios)
     except Exception:  # noqa: BLE001 - the parent reports it as a side that could not be explored
         traceback.print_exc()
         return EXIT_FAILED

@@ -53,6 +53,19 @@ def _moves(item: dict[str, Any]) -> list[str]:
     return lines
 
 
+def change_lines(item: dict[str, Any], detailed: bool = True) -> list[str]:
+    """What moved in one compared graph (:func:`~flightcheck.checks.review.graphdiff.compare_item`): its first
+    added or removed edge with the path to it (when ``detailed``), then every verdict and counterexample."""
+    lines = []
+    first = item["first"]
+    if first is not None and detailed:
+        article = "an" if first["kind"] == "added" else "a"
+        lines.append(f"first change: {article} {first['kind']} edge, step {first['steps']}: {' '.join(first['path'])}")
+        lines.append(f"  from: {first['from']}")
+        lines.append(f"  to:   {first['to']}" + ("  (a state only this side has)" if first["to_is_new"] else ""))
+    return lines + _moves(item)
+
+
 def to_text(review: dict[str, Any]) -> list[str]:
     """The review as lines of plain text."""
     diff = review["diff"]
@@ -69,15 +82,10 @@ def to_text(review: dict[str, Any]) -> list[str]:
         per = Counter(i["scenario"] for i in changed)
         total = Counter(i["scenario"] for i in diff["items"])
         lines.append("")
-        lines.append(f"scenarios whose graphs changed: " + ", ".join(f"{s} ({n} of {total[s]} policies)" for s, n in per.items()))
+        lines.append("scenarios whose graphs changed: " + ", ".join(f"{s} ({n} of {total[s]} policies)" for s, n in per.items()))
         for k, item in enumerate(changed):
             lines.append(f"  {item['key']}: {counts(item)}")
-            first = item["first"]
-            if first is not None and k < DETAILED:
-                lines.append(f"    first change: an {first['kind']} edge, step {first['steps']}: {' '.join(first['path'])}")
-                lines.append(f"      from: {first['from']}")
-                lines.append(f"      to:   {first['to']}" + ("  (a state only this side has)" if first["to_is_new"] else ""))
-            lines += [f"    {m}" for m in _moves(item)]
+            lines += [f"    {line}" for line in change_lines(item, detailed=k < DETAILED)]
         if len(changed) > DETAILED:
             lines.append(f"  (the first change is drawn for the first {DETAILED}; --json has every one)")
     moved = [v for v in diff["variants"] if v["changed"]]

@@ -176,3 +176,36 @@ def summarise(api: Any, root: Path, scenarios: list[str] | None = None) -> dict[
 def write(api: Any, root: Path, out: Path, scenarios: list[str] | None = None) -> None:
     """Write :func:`summarise` of ``root`` to ``out`` as JSON."""
     out.write_text(json.dumps(summarise(api, root, scenarios), separators=(",", ":")))
+
+
+def one_item(api: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """The graph of one scenario under one policy and design variant (``flightcheck diff --base``):
+    ``request`` holds ``scenario`` (a name), ``policy`` (changes to its policy), ``variant`` (a name),
+    ``symmetry`` and ``max_states``. A name this tree does not know is a ValueError saying so."""
+    name, variant = request["scenario"], request.get("variant", "correct")
+    if name not in api.SCENARIOS:
+        raise ValueError(f"this tree has no scenario {name!r}")
+    if variant not in api.VARIANTS:
+        raise ValueError(f"this tree has no variant {variant!r}")
+    scn = api.SCENARIOS[name]
+    scn = scn.with_policy(**request["policy"]) if request.get("policy") else scn
+    r = api.explore(api.VARIANTS[variant].build(scn), symmetry=request.get("symmetry", True),
+                    max_states=request.get("max_states", 200_000))
+    verdicts, lengths, paths = _verdicts(r)
+    return {"key": _key(scn), "scenario": scn.name, "policy": dataclasses.asdict(scn.policy),
+            "states": r.stats.states, "edges": r.stats.edges, "verdicts": verdicts, "lengths": lengths,
+            "paths": paths, **graph_summary(r)}
+
+
+def write_one(api: Any, root: Path, out: Path, request: dict[str, Any]) -> None:
+    """Write the summary of :func:`one_item` alone (no variants) of ``root`` to ``out`` as JSON, in the
+    form of :func:`summarise`'s, so that the same comparison reads it."""
+    import flightcheck
+    import flightcheck.checks.explore
+    import flightcheck.spec
+
+    origin = {"flightcheck": flightcheck.__file__, "spec": flightcheck.spec.__file__,
+              "explore": flightcheck.checks.explore.__file__}
+    summary = {"schema": SCHEMA, "root": str(root), "origin": origin, "scenarios": [request["scenario"]],
+               "items": [one_item(api, request)], "variants": [], "python": sys.version.split()[0]}
+    out.write_text(json.dumps(summary, separators=(",", ":")))
