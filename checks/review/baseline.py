@@ -88,16 +88,19 @@ def _cpu_of_children() -> float:
 
 
 def summarise_sides(root: Path, ref: str, scenarios: list[str] | None = None, *,
-                    one: dict[str, Any] | None = None) -> Sides:
+                    one: dict[str, Any] | None = None, corpus: str | None = None) -> Sides:
     """Summarise the working tree at ``root`` and the commit ``ref`` names, in parallel processes: every
     default scenario (or those named) and variant, or, with ``one``, only the graph that request names
     (``scenario``, ``policy``, ``variant``, ``symmetry``, ``max_states``: ``flightcheck diff --base``).
+    With ``corpus`` (``own`` or ``all``) each side also runs its own conformance corpus on its own engine.
 
     Raises NoSuchRef for a ref that names no commit, and SideFailed when either side cannot be imported
     or explored (the message names the side and the last line of its error)."""
     import json
 
     args = ["--one", json.dumps(one)] if one is not None else list(scenarios or [])
+    if corpus is not None and one is None:
+        args.insert(0, f"--corpus={corpus}")
     commit = resolve(root, ref)
     t0, cpu0 = time.perf_counter(), _cpu_of_children()
     with tempfile.TemporaryDirectory(prefix="flightcheck-review-") as tmp, worktree(root, commit) as tree:

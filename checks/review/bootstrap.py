@@ -87,10 +87,13 @@ def _load_summary() -> Any:
 
 
 def main(argv: list[str]) -> int:
-    """``ROOT OUT [SCENARIO ...]``: summarise ``ROOT``'s graphs and variants into the JSON file ``OUT``;
+    """``ROOT OUT [--corpus=own|all] [SCENARIO ...]``: summarise ``ROOT``'s graphs and variants into the JSON
+    file ``OUT`` (with ``--corpus``, also its conformance corpus run on its own engine);
     ``ROOT OUT --one REQUEST``: only the one graph the JSON ``REQUEST`` names (``flightcheck diff --base``)."""
     root, out, scenarios = Path(argv[0]).resolve(), Path(argv[1]), argv[2:] or None
-    one = None
+    one = corpus = None
+    if scenarios and scenarios[0].startswith("--corpus="):  # also run the corpus: own | all
+        corpus, scenarios = scenarios[0].split("=", 1)[1], scenarios[1:] or None
     if scenarios and scenarios[0] == "--one":
         import json
 
@@ -106,7 +109,7 @@ def main(argv: list[str]) -> int:
         if one is not None:
             summary.write_one(api, root, out, one)
         else:
-            summary.write(api, root, out, scenarios)
+            summary.write(api, root, out, scenarios, corpus)
     except Exception:  # noqa: BLE001 - the parent reports it as a side that could not be explored
         traceback.print_exc()
         return EXIT_FAILED

@@ -33,22 +33,41 @@ def quick_scenarios(names: list[str]) -> list[str]:
     return [n for n in names if n not in HEAVY]
 
 
-def make_review(root: Path, ref: str, *, scenarios: list[str] | None = None, strict: bool = False) -> dict[str, Any]:
+# A change under these can move what the engine does on the corpus (the engine, or the corpus itself).
+ENGINE_PATHS = ("impl/", "checks/conform/")
+
+
+def corpus_choice(paths: list[str], quick: bool) -> str | None:
+    """Whether both sides run the conformance corpus: only when a path the engine's behaviour depends on
+    changed (a spec-only change cannot move the engine), each scenario's own policy under ``quick``.
+
+    >>> corpus_choice(["spec/model.py", "README.md"], False), corpus_choice(["impl/pages.py"], True)
+    (None, 'own')
+    """
+    if not any(p.startswith(ENGINE_PATHS) for p in paths):
+        return None
+    return "own" if quick else "all"
+
+
+def make_review(root: Path, ref: str, *, scenarios: list[str] | None = None, strict: bool = False,
+                quick: bool = False) -> dict[str, Any]:
     """The review of the working tree at ``root`` against ``ref``: both sides, the diff, the verdict and
-    the exit status. ``scenarios`` restricts the default scenarios compared (every one by default)."""
+    the exit status. ``scenarios`` restricts the default scenarios compared (every one by default); when
+    the engine or the corpus changed (:func:`corpus_choice`), both sides also run the conformance corpus."""
     from flightcheck.checks.review.baseline import summarise_sides
-    from flightcheck.checks.review.gitrepo import uncommitted
+    from flightcheck.checks.review.gitrepo import changed_files, uncommitted
     from flightcheck.checks.review.graphdiff import compare
     from flightcheck.checks.review.present import outcome
 
     dirty = uncommitted(root)
-    sides = summarise_sides(root, ref, scenarios)
+    corpus = corpus_choice(changed_files(root, ref), quick)
+    sides = summarise_sides(root, ref, scenarios, corpus=corpus)
     diff = compare(sides.baseline, sides.candidate)
     verdict, status = outcome(diff, strict)
     return {"verdict": verdict, "exit": status, "strict": strict,
             "baseline": {"ref": ref, "commit": sides.commit, "origin": sides.baseline["origin"]},
             "candidate": {"root": str(root), "uncommitted": dirty, "origin": sides.candidate["origin"]},
-            "scenarios": sides.candidate["scenarios"], "seconds": round(sides.seconds, 2),
+            "scenarios": sides.candidate["scenarios"], "corpus": corpus, "seconds": round(sides.seconds, 2),
             "cpu_seconds": round(sides.cpu_seconds, 2), "diff": diff}
 
 
@@ -77,7 +96,7 @@ def baseline_command(ref: str, *, scenarios: list[str] | None, quick: bool, stri
         names = quick_scenarios(names)
     try:
         root = toplevel(folder or Path.cwd())
-        review = make_review(root, ref, scenarios=names, strict=strict)
+        review = make_review(root, ref, scenarios=names, strict=strict, quick=quick)
     except ReviewError as error:
         raise _usage(error) from None
     text = to_text(review)

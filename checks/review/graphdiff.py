@@ -153,10 +153,41 @@ def compare_variant(base: dict[str, Any], cand: dict[str, Any]) -> tuple[dict[st
     return out, regressions
 
 
+def compare_corpus(base: list[dict[str, Any]] | None, cand: list[dict[str, Any]] | None) -> tuple[dict[str, Any], list[str]]:
+    """The conformance corpus run by each side's engine: programs (matched by entry and program hash, so
+    a program the corpus rebuild added or dropped is counted apart) whose spec actions differ, each with
+    its first differing event; programs that conform on the baseline and not on the candidate are
+    regressions."""
+    if base is None or cand is None:
+        why = "not run" if base is None and cand is None else \
+            f"the {'baseline' if base is None else 'candidate'} has no corpus of this layout"
+        return {"compared": False, "why": why}, []
+    was = {(r["entry"], r["program"]): r for r in base}
+    changed, regressions, common = [], [], 0
+    for r in cand:
+        b = was.get((r["entry"], r["program"]))
+        if b is None:
+            continue
+        common += 1
+        if b["ok"] and not r["ok"]:
+            regressions.append(f"corpus {r['entry']}: program {r['index']} conformed on the baseline and does not now")
+        if b["actions"] != r["actions"]:
+            k = next((j for j, (x, y) in enumerate(zip(b["actions"], r["actions"])) if x != y),
+                     min(len(b["actions"]), len(r["actions"])))
+            changed.append({"entry": r["entry"], "index": r["index"], "event": k + 1,
+                            "was": b["actions"][k] if k < len(b["actions"]) else "the end",
+                            "now": r["actions"][k] if k < len(r["actions"]) else "the end",
+                            "ok": [b["ok"], r["ok"]]})
+    keys = {(r["entry"], r["program"]) for r in cand}
+    return {"compared": True, "programs": common, "changed": changed,
+            "only_baseline": sum(1 for k in was if k not in keys),
+            "only_candidate": sum(1 for r in cand if (r["entry"], r["program"]) not in was)}, regressions
+
+
 def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
     """The whole diff of two summaries: ``items`` (scenario and policy), ``variants``, ``only_baseline`` and
-    ``only_candidate`` (keys and variant names on one side only), ``regressions`` (one line each) and
-    ``changed`` (any behaviour moved at all)."""
+    ``only_candidate`` (keys and variant names on one side only), ``corpus`` (:func:`compare_corpus`, when
+    the sides ran it), ``regressions`` (one line each) and ``changed`` (any behaviour moved at all)."""
     items, variants, regressions = [], [], []
     base_items = {i["key"]: i for i in baseline["items"]}
     cand_items = {i["key"]: i for i in candidate["items"]}
@@ -174,7 +205,9 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
             regressions += bad
     only_baseline = [k for k in base_items if k not in cand_items] + [f"variant {n}" for n in base_vars if n not in cand_vars]
     only_candidate = [k for k in cand_items if k not in base_items] + [f"variant {n}" for n in cand_vars if n not in base_vars]
+    corpus, bad = compare_corpus(baseline.get("corpus"), candidate.get("corpus"))
+    regressions += bad
     changed = bool(only_baseline or only_candidate or any(i["changed"] for i in items)
-                   or any(v["changed"] for v in variants))
+                   or any(v["changed"] for v in variants) or corpus.get("changed") or bad)
     return {"items": items, "variants": variants, "only_baseline": only_baseline, "only_candidate": only_candidate,
-            "regressions": regressions, "changed": changed}
+            "corpus": corpus, "regressions": regressions, "changed": changed}

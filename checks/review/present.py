@@ -66,6 +66,22 @@ def change_lines(item: dict[str, Any], detailed: bool = True) -> list[str]:
     return lines + _moves(item)
 
 
+def corpus_lines(corpus: dict[str, Any]) -> list[str]:
+    """The conformance corpus as each side's engine ran it: the programs whose spec actions changed, each
+    with its first differing event (at most :data:`DETAILED`; ``--json`` has every one)."""
+    if not corpus["compared"]:
+        return ["", f"conformance corpus: not compared ({corpus['why']})"]
+    changed = corpus["changed"]
+    extra = "".join(f", {n} only in the {side}'s corpus" for side, n in
+                    (("baseline", corpus["only_baseline"]), ("candidate", corpus["only_candidate"])) if n)
+    lines = ["", f"conformance corpus: {len(changed)} of {corpus['programs']} programs take other engine steps{extra}"]
+    for c in changed[:DETAILED]:
+        lines.append(f"  {c['entry']}, program {c['index']}: event {c['event']} was {c['was']}, is now {c['now']}")
+    if len(changed) > DETAILED:
+        lines.append(f"  (and {len(changed) - DETAILED} more; --json has every one)")
+    return lines
+
+
 def to_text(review: dict[str, Any]) -> list[str]:
     """The review as lines of plain text."""
     diff = review["diff"]
@@ -98,6 +114,7 @@ def to_text(review: dict[str, Any]) -> list[str]:
             states = f", states {v['states'][0]} -> {v['states'][1]}" if v["states"][0] != v["states"][1] else ""
             lines.append(f"  {v['name']}{caught}{states}")
             lines += [f"    {m}" for m in _moves(v)]
+    lines += corpus_lines(diff.get("corpus") or {"compared": False, "why": "not run"})
     for title, keys in (("only in the baseline", diff["only_baseline"]), ("only in the candidate", diff["only_candidate"])):
         if keys:
             lines.append(f"{title}: " + ", ".join(keys))

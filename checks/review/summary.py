@@ -173,9 +173,41 @@ def summarise(api: Any, root: Path, scenarios: list[str] | None = None) -> dict[
             "variants": variants, "python": sys.version.split()[0]}
 
 
-def write(api: Any, root: Path, out: Path, scenarios: list[str] | None = None) -> None:
-    """Write :func:`summarise` of ``root`` to ``out`` as JSON."""
-    out.write_text(json.dumps(summarise(api, root, scenarios), separators=(",", ":")))
+def corpus_summary(scenarios: list[str] | None, own_policy_only: bool) -> tuple[list[dict[str, Any]], str] | None:
+    """The tree's own regression corpus run on the tree's own engine: per program, the entry (scenario
+    and policy), a hash of the program, whether the run conformed, and the spec actions the engine took;
+    with the file ``flightcheck.impl`` was imported from. None when the tree has no corpus or engine of
+    this layout. ``own_policy_only`` keeps each scenario's own policy (as ``check --quick`` does)."""
+    try:
+        import flightcheck.impl  # the fast BLAS before MLX, as every engine process does
+        from flightcheck.checks.conform.corpus import load, policy_key
+        from flightcheck.checks.conform.runner import run_program
+        from flightcheck.spec.scenario import SCENARIOS
+    except ImportError:
+        return None
+    own = {n: policy_key(s) for n, s in SCENARIOS.items()}
+    runs = []
+    for entry in load():
+        if (scenarios is not None and entry.scenario not in scenarios) or (own_policy_only and own.get(entry.scenario) != entry.policy):
+            continue
+        for n, program in enumerate(entry.programs, 1):
+            text = json.dumps(program.to_json(), sort_keys=True, separators=(",", ":"))
+            out = run_program(program, "tiny")
+            runs.append({"entry": entry.key, "index": n, "program": hashlib.sha256(text.encode()).hexdigest()[:16],
+                         "ok": out.ok, "actions": list(out.actions)})
+    return runs, flightcheck.impl.__file__
+
+
+def write(api: Any, root: Path, out: Path, scenarios: list[str] | None = None, corpus: str | None = None) -> None:
+    """Write :func:`summarise` of ``root`` to ``out`` as JSON; with ``corpus`` (``own`` for each scenario's
+    own policy, ``all`` for every entry) the corpus runs of :func:`corpus_summary` too."""
+    summary = summarise(api, root, scenarios)
+    if corpus is not None:
+        got = corpus_summary(scenarios, corpus == "own")
+        summary["corpus"] = None if got is None else got[0]
+        if got is not None:
+            summary["origin"]["impl"] = got[1]
+    out.write_text(json.dumps(summary, separators=(",", ":")))
 
 
 def one_item(api: Any, request: dict[str, Any]) -> dict[str, Any]:

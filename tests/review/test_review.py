@@ -146,3 +146,29 @@ def test_since_through_the_cli_says_its_choice(clone, monkeypatch):
         assert "impl/engine.py: engine, conform, smollm2" in r.stdout
     finally:
         _git(clone, "checkout", "-q", "--", "README.md", "impl/engine.py")
+
+
+def test_an_engine_change_runs_the_corpus_on_both_engines_and_names_the_programs_that_moved(tmp_path):
+    clone = tmp_path / "flightcheck"  # a clone of its own: the module's clone carries a changed spec by now
+    subprocess.run(["git", "clone", "-q", str(HERE), str(clone)], check=True)
+    # admission last-in first-out: the spec allows any order, so every program still conforms, but those
+    # where two requests wait at once now take their admissions the other way round
+    _edit(clone / "impl" / "scheduler.py", "        for request in self.waiting:\n            admission = self._fit(request)",
+          "        for request in reversed(self.waiting):\n            admission = self._fit(request)")
+    _commit(clone, "admit the newest waiting request first")
+    review = make_review(clone, "HEAD~1", scenarios=["burst3"], quick=True)
+    assert review["corpus"] == "own"  # impl/ changed: each scenario's own policy, as --quick replays it
+    assert inside(review["candidate"]["origin"]["impl"], clone)
+    assert not inside(review["baseline"]["origin"]["impl"], clone)  # the baseline ran its own engine
+    corpus = review["diff"]["corpus"]
+    assert corpus["compared"] and corpus["programs"] == 15 and corpus["only_baseline"] == corpus["only_candidate"] == 0
+    assert len(corpus["changed"]) == 7 and all(c["was"] != c["now"] and c["ok"] == [True, True] for c in corpus["changed"])
+    assert review["verdict"] == "changed" and review["exit"] == 0 and not review["diff"]["regressions"]
+    text = to_text(review)
+    assert "conformance corpus: 7 of 15 programs take other engine steps" in text
+    # a spec-only change leaves the engine alone: the corpus is not run
+    (clone / "spec" / "notes.py").write_text('"""A module nobody imports."""\n')
+    try:
+        assert make_review(clone, "HEAD", scenarios=["burst2"], quick=True)["corpus"] is None
+    finally:
+        (clone / "spec" / "notes.py").unlink()
