@@ -2,7 +2,8 @@
 
 From the empty engine, every command whose engine guard holds is run (on a copy) and checked
 (:func:`~flightcheck.checks.symbolic.obligations.check_state`); each engine it leads to that conformed is a
-new state unless an equal one (:func:`~flightcheck.checks.symbolic.harness.state_key`) was seen. The bound
+new state unless an equal one (:func:`~flightcheck.checks.symbolic.harness.state_key`: equal up to
+the names of pages and of requests) was seen. The bound
 closes the space: at most N arrivals, each request's prompt and ``max_tokens`` fixed by its template, and
 M pages. Building states only with the engine's own commands makes every state well formed by
 construction (its invariants are checked after every command besides). A state whose command failed is
@@ -72,14 +73,16 @@ def _path(parents: dict, key: Any) -> list[Command]:
 
 
 def enumerate_states(bound: Bound, config: str, *, first: bool = False, max_states: int = 200_000,
-                     time_limit: float | None = None) -> Enumeration:
+                     time_limit: float | None = None, symmetry: bool = True) -> Enumeration:
     """Check every engine state of ``config`` within ``bound``; with ``first``, stop at the first
-    finding. Stops unfinished (``complete`` False) past ``max_states`` states or ``time_limit`` seconds."""
+    finding. Stops unfinished (``complete`` False) past ``max_states`` states or ``time_limit`` seconds.
+    ``symmetry``: one state per class of states equal up to the requests' names (see
+    :func:`~flightcheck.checks.symbolic.harness.state_key`); without it, one per state up to page names."""
     start = time.perf_counter()
     engine = build_engine(bound, config)
     namer = namer_for(engine)
     out = Enumeration(config)
-    root = state_key(engine)
+    root = state_key(engine, symmetry=symmetry)
     parents: dict[Any, Any] = {root: None}
     frontier: deque = deque([(engine, root)])
     seen_finding: set[tuple[str, str]] = set()
@@ -98,7 +101,7 @@ def enumerate_states(bound: Bound, config: str, *, first: bool = False, max_stat
             out.wall_seconds = time.perf_counter() - start
             return out
         for command, after in result.successors:
-            k = state_key(after)
+            k = state_key(after, symmetry=symmetry)
             if k not in parents:
                 parents[k] = (key, command)
                 frontier.append((after, k))

@@ -32,8 +32,8 @@ from flightcheck.checks.conform.explain import violated
 from flightcheck.checks.conform.policy_map import policy_of
 from flightcheck.checks.conform.tracker import SpecTracker, lift_state
 from flightcheck.checks.symbolic.bound import Bound
-from flightcheck.checks.symbolic.harness import (UNKNOWN_ID, Command, copy_engine, enabled_commands, engine_guard,
-                                                 execute)
+from flightcheck.checks.symbolic.harness import (UNKNOWN_ID, Command, Frozen, copy_engine, enabled_commands,
+                                                 engine_guard, execute, freeze, thaw)
 from flightcheck.impl.errors import UnknownRequestError
 from flightcheck.spec.model import Action
 
@@ -63,11 +63,45 @@ class Finding:
 
 class Namer:
     """Spec trackers by the engine's arrivals (engine request IDs are issued in arrival order, so the
-    tokens of the requests so far name the tracker), built once each."""
+    tokens of the requests so far name the tracker), built once each; and the spec's answers at the
+    abstract states the check meets, asked once each.
+
+    Why the answers are kept: many engine states share one abstraction (it forgets page IDs, the LRU
+    clock, the queues' order), and the spec's guards are the bulk of a state's check; a spec's guard
+    and update are functions of its state (spec states are plain tuples), so an answer kept is the
+    answer recomputed. They are kept per spec object (one per tracker)."""
 
     def __init__(self, policy: Any, num_pages: int) -> None:
         self.policy, self.num_pages = policy, num_pages
         self._trackers: dict[tuple, SpecTracker] = {}
+        self._enabled: dict[tuple, frozenset] = {}
+        self._steps: dict[tuple, tuple[bool, Any]] = {}
+        self._calm: dict[tuple, bool] = {}
+
+    def enabled(self, spec: Any, state: Any) -> frozenset:
+        """The actions of ``spec`` enabled at ``state`` (``spec.enabled``, kept)."""
+        key = (spec, state)
+        out = self._enabled.get(key)
+        if out is None:
+            out = self._enabled[key] = frozenset(spec.enabled(state))
+        return out
+
+    def step(self, spec: Any, state: Any, action: Action) -> tuple[bool, Any]:
+        """Whether ``action``'s guard holds at ``state`` and, if so, the spec's successor (kept)."""
+        key = (spec, state, action)
+        out = self._steps.get(key)
+        if out is None:
+            enabled = bool(spec.guard(state, action))
+            out = self._steps[key] = (enabled, spec.apply(state, action) if enabled else None)
+        return out
+
+    def calm(self, spec: Any, state: Any) -> bool:
+        """``spec.calm`` at ``state`` (kept)."""
+        key = (spec, state)
+        out = self._calm.get(key)
+        if out is None:
+            out = self._calm[key] = bool(spec.calm(spec.view(state)))
+        return out
 
     def tracker(self, engine: Any) -> SpecTracker:
         """The tracker naming ``engine``'s requests, classes and pages."""
@@ -145,12 +179,15 @@ def check_state(engine: Any, bound: Bound, namer: Namer) -> StateCheck:
     spec = tr.spec if tr is not None else None
     here = abstract_state(engine, tr) if spec is not None else None
     if spec is not None:
+        t0 = time.perf_counter()
+        enabled = namer.enabled(spec, here)
+        share = (time.perf_counter() - t0) / len(spec.actions)  # the spec's guards, spread over its actions
         for action in spec.actions:
             if action.name == "arrive":
                 continue
             compared.append(action.name)
-            t0 = time.perf_counter()
-            if not spec.guard(here, action):
+            t0 = time.perf_counter() - share
+            if action not in enabled:
                 seconds[action.name] = seconds.get(action.name, 0.0) + time.perf_counter() - t0
                 continue
             command = command_for(action, tr, engine)
@@ -161,12 +198,14 @@ def check_state(engine: Any, bound: Bound, namer: Namer) -> StateCheck:
                                         f"engine's guard refuses {command or 'it (the engine has no such command now)'}",
                                         command, str(action)))
     ran, successors = [], []
+    frozen = None
     for command in enabled_commands(engine, bound):
         if spec is None and command.name != "arrive":
             continue  # before the first arrival the spec has no request to name
         ran.append(command)
         t0 = time.perf_counter()
-        after, found, taken = run_command(engine, bound, namer, command, tr, here)
+        frozen = frozen or freeze(engine)  # once per state: every command runs on its own thawed copy
+        after, found, taken = run_command(engine, bound, namer, command, tr, here, frozen)
         seconds[command.name] = seconds.get(command.name, 0.0) + time.perf_counter() - t0
         for action in taken:
             events[action.name] = events.get(action.name, 0) + 1
@@ -177,11 +216,13 @@ def check_state(engine: Any, bound: Bound, namer: Namer) -> StateCheck:
 
 
 def run_command(engine: Any, bound: Bound, namer: Namer, command: Command, tr: SpecTracker | None,
-                here: Any) -> tuple[Any, list[Finding], list[Action]]:
-    """Run ``command`` on a copy of ``engine`` and check it against the spec; returns the copy, the
-    findings and the spec actions its events took (up to the first that failed)."""
+                here: Any, frozen: Frozen | None = None) -> tuple[Any, list[Finding], list[Action]]:
+    """Run ``command`` on a copy of ``engine`` (thawed from ``frozen``, ``engine`` as
+    :func:`~flightcheck.checks.symbolic.harness.freeze` saved it, when given) and check it against the
+    spec; returns the copy, the findings and the spec actions its events took (up to the first that
+    failed)."""
     want = _expected(command, tr, engine)
-    after = copy_engine(engine)
+    after = thaw(frozen) if frozen is not None else copy_engine(engine)
     start = after.events.num_emitted
     refused = None
     name = command.name
@@ -194,7 +235,7 @@ def run_command(engine: Any, bound: Bound, namer: Namer, command: Command, tr: S
     events = [e for e in after.events.events if e["seq"] >= start]
     tr2 = namer.tracker(after)
     spec2 = tr2.spec
-    state = lift_state(tr.spec if tr is not None else None, here, spec2)
+    state = here if tr2 is tr else lift_state(tr.spec if tr is not None else None, here, spec2)
 
     taken: list[Action] = []
 
@@ -217,21 +258,23 @@ def run_command(engine: Any, bound: Bound, namer: Namer, command: Command, tr: S
             action = tr2.action_of(event)
         except ConformanceError as error:
             return fail("event", f"{command} emitted an event the spec cannot name: {error.diagnosis.summary}")
-        if not spec2.guard(state, action):
+        enabled, following = namer.step(spec2, state, action)
+        if not enabled:
             return fail("guard", f"{command} took {action} where the spec's guard is false"
                         + (f" (after {', '.join(map(str, taken))})" if taken else ""), str(action))
         if action.name == "notify" and spec2.accepts(spec2.view(state), action.arg) != bool(event.get("accepted")):
             return fail("guard", f"the engine {'accepted' if event.get('accepted') else 'refused'} {action}, the spec "
                         f"{'accepts' if not event.get('accepted') else 'refuses'} it", str(action))
-        state = spec2.apply(state, action)
+        state = following
         taken.append(action)
     own = [a for a in taken if not (a.name == "evict" and name in ("prefill", "decode"))]
     if not own or own[0].name != name or (want is not None and own[0] != want):
         return fail("event", f"{command} emitted {', '.join(map(str, taken)) or 'nothing'}, not the spec's {want or name}")
-    if not spec2.calm(spec2.view(state)):
+    if not namer.calm(spec2, state):
         return fail("settle", f"{command} ({', '.join(map(str, taken))}) leaves a lost leader's flight pending: the "
                     "engine must release or hand it on in the same call")
-    diff = state_diff(spec2, state, abstract_state(after, tr2))
+    actual = abstract_state(after, tr2)
+    diff = state_diff(spec2, state, actual) if actual != state else []
     if diff:
         return fail("update", f"after {command} ({', '.join(map(str, taken))}) the engine's state is not the spec's "
                     "update", str(own[0]), diff)
