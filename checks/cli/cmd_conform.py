@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from flightcheck.checks.cli.config_options import with_options
+from flightcheck.checks.cli.policy_options import policy_changes, policy_parameters
 from flightcheck.checks.errors import check_choice, loaded_model, usage_error
 from flightcheck.checks.inputs import shown
 from flightcheck.spec.scenario import COORDINATIONS, LEADER_LOSSES, PUBLICATIONS, RELEASES, SCENARIOS, Policy
@@ -175,33 +177,22 @@ def register(app: typer.Typer) -> None:
         Console().print(t)
         raise typer.Exit(0)
 
-    @app.command()
     def validate(
         events: Path = typer.Argument(..., help="A JSON-lines event log written by the engine."),
-        release: Optional[str] = typer.Option(None, help="The engine's release point (or from a header line)."),
-        publication: Optional[str] = typer.Option(None, help="The engine's publication policy."),
-        coordination: Optional[str] = typer.Option(None, help="The engine's coordination."),
-        capacity: Optional[int] = typer.Option(None, min=1, help="The engine's max_running."),
-        chunk: Optional[int] = typer.Option(None, min=1, help="The engine's prefill budget in pages."),
-        leader_loss: Optional[str] = typer.Option(None, "--leader-loss", help="release-all | promote (or from the header)."),
         num_pages: Optional[int] = typer.Option(None, "--num-pages", min=1,
                                                 help="The engine's page pool (or from the header)."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+        **policy_options: Any,
     ) -> None:
         """Feed an event log through the spec; exit 1 with a diagnosis at the first mismatch, 2 on a malformed log."""
         from flightcheck.checks.conform.eventlog import header_policy, read_events, validate_events
         from flightcheck.checks.inputs import MAX_VALIDATION_SECONDS, InputError
 
-        check_choice("release", release, RELEASES)
-        check_choice("publication", publication, PUBLICATIONS)
-        check_choice("coordination", coordination, COORDINATIONS)
-        check_choice("leader-loss", leader_loss, LEADER_LOSSES)
+        flags = policy_changes(policy_options)  # a bad choice is exit 2 before the log is read
         try:
             evs, header = read_events(str(events))  # the schema checked: a malformed log is exit 2, here
         except InputError as error:
             raise usage_error(str(error))
-        flags = {"release": release, "publication": publication, "coordination": coordination,
-                 "capacity": capacity, "chunk": chunk, "leader_loss": leader_loss}
         try:
             policy = header_policy(header, flags)
         except (TypeError, ValueError) as error:
@@ -221,23 +212,22 @@ def register(app: typer.Typer) -> None:
             _print(Console(), report.diagnosis.format())
         raise typer.Exit(0 if report.ok else 1)
 
-    @app.command()
+    app.command()(with_options(validate, policy_parameters("Engine policy (the log header's unless given)")))
+
     def replay(
         path: Path = typer.Argument(..., help="explore --json output, or a file of actions (one per line)."),
         scenario: Optional[str] = typer.Option(None, help="Scenario (default: from the JSON, else burst2)."),
-        release: Optional[str] = typer.Option(None, help="Release point."),
-        publication: Optional[str] = typer.Option(None, help="Publication policy."),
-        coordination: Optional[str] = typer.Option(None, help="Coordination."),
-        capacity: Optional[int] = typer.Option(None, min=1, help="Running capacity."),
         variant: Optional[str] = typer.Option(None, help="The spec variant the path came from."),
         mutant: Optional[str] = typer.Option(None, help="Replay against a deliberately broken engine."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+        **policy_options: Any,
     ) -> None:
         """Replay a counterexample path against the engine; exit 0 when the engine behaves as the path says."""
         from flightcheck.checks.conform.replay import path_problem, read_path, replay as run_replay
         from flightcheck.checks.inputs import InputError
         from flightcheck.spec.variants import VARIANTS
 
+        changes = policy_changes(policy_options)  # a bad choice is exit 2 before the file is read
         try:
             read = read_path(path)
         except InputError as error:
@@ -255,13 +245,7 @@ def register(app: typer.Typer) -> None:
         name = choose("scenario", scenario, "burst2", SCENARIOS)
         vname = choose("variant", variant, "correct", VARIANTS)
         scn = SCENARIOS[name]
-        pol = {**scn.policy.__dict__, **meta.get("policy", {})}
-        for k, v, allowed in (("release", release, RELEASES), ("publication", publication, PUBLICATIONS),
-                              ("coordination", coordination, COORDINATIONS)):
-            if v is not None:
-                pol[k] = check_choice(k, v, allowed)
-        if capacity is not None:
-            pol["capacity"] = capacity
+        pol = {**scn.policy.__dict__, **meta.get("policy", {}), **changes}
         m = _mutant(mutant)
         try:
             policy, spec_class = Policy(**pol), VARIANTS[vname].spec_class
@@ -287,6 +271,8 @@ def register(app: typer.Typer) -> None:
             _print(Console(), result.format())
         same = result.reproduced or (result.followed and not result.spec_violation)
         raise typer.Exit(0 if same else 1)
+
+    app.command()(with_options(replay, policy_parameters("Policy (the file's, else the scenario's, unless given)")))
 
     @app.command()
     def probe(

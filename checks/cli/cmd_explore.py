@@ -22,11 +22,11 @@ import typer
 from rich.console import Console
 from rich.live import Live
 
+from flightcheck.checks.cli.config_options import with_options
+from flightcheck.checks.cli.policy_options import apply_policy, policy_changes, policy_parameters
 from flightcheck.checks.suite.defaults import variant_scenario
 from flightcheck.checks.errors import check_choice, usage_error
-from flightcheck.spec.scenario import (
-    COORDINATIONS, PUBLICATIONS, RELEASES, SCALE_SCENARIOS, SCENARIOS, Scenario, burst,
-)
+from flightcheck.spec.scenario import SCALE_SCENARIOS, SCENARIOS, Scenario, burst
 from flightcheck.spec.variants import VARIANTS
 
 
@@ -98,7 +98,6 @@ def _explore_distributed(spec: Any, scheduler: Optional[str], workers: Optional[
 def register(app: typer.Typer) -> None:
     """Add ``explore``, ``variants`` and ``check`` to the app."""
 
-    @app.command()
     def explore(
         scenario: Optional[str] = typer.Option(
             None, help=f"A default scenario ({', '.join(SCENARIOS)}) or a scale one ({', '.join(SCALE_SCENARIOS)})."),
@@ -106,13 +105,6 @@ def register(app: typer.Typer) -> None:
         prompts: int = typer.Option(1, help="Prompt classes in the burst (with --requests)."),
         pages: int = typer.Option(2, help="Full prompt pages per request (with --requests)."),
         decode: int = typer.Option(1, help="Decode steps per request (with --requests)."),
-        release: Optional[str] = typer.Option(None, help="after-prefill | on-completion"),
-        publication: Optional[str] = typer.Option(None, help="incremental | on-completion"),
-        coordination: Optional[str] = typer.Option(None, help="single-flight | prefix | none"),
-        capacity: Optional[int] = typer.Option(None, min=1, help="Running capacity."),
-        chunk: Optional[int] = typer.Option(None, min=1, help="Prefill chunk in pages."),
-        min_shared_pages: Optional[int] = typer.Option(None, min=1, help="Prefix coordination: the least overlap, in "
-                                                      "shareable pages, a request waits via another prompt's flight for."),
         aborts: bool = typer.Option(False, "--aborts", help="Let the client cancel any live request."),
         notifications: bool = typer.Option(False, "--notifications", help="Send bogus termination notifications."),
         eviction: bool = typer.Option(False, "--eviction", help="Let unreferenced pages be evicted."),
@@ -133,6 +125,7 @@ def register(app: typer.Typer) -> None:
         no_cache: bool = typer.Option(False, "--no-cache", help="Run the exploration even if this very run was done "
                                       "before with the same code (the console script replays such a run's output "
                                       "from ~/.cache/flightcheck/results; FLIGHTCHECK_RESULT_CACHE=0 does the same)."),
+        **policy: Any,
     ) -> None:
         """Explore a scenario's state graph exhaustively and check every property."""
         del no_cache  # read by the console script before this command is built (checks/cli/result_cache.py)
@@ -143,9 +136,7 @@ def register(app: typer.Typer) -> None:
 
         check_choice("engine", engine, ENGINES)
 
-        check_choice("release", release, RELEASES)
-        check_choice("publication", publication, PUBLICATIONS)
-        check_choice("coordination", coordination, COORDINATIONS)
+        policy_changes(policy)  # a bad choice is refused before anything is built
         if variant not in VARIANTS:
             raise usage_error(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
         v = VARIANTS[variant]
@@ -157,13 +148,7 @@ def register(app: typer.Typer) -> None:
         else:
             scn = build_scenario(scenario, requests, prompts, aborts=aborts, notifications=notifications,
                                  eviction=eviction, pages=pages, decode=decode)
-        changes = {k: val for k, val in (("release", release), ("publication", publication),
-                                         ("coordination", coordination), ("capacity", capacity),
-                                         ("chunk", chunk), ("min_shared_pages", min_shared_pages)) if val is not None}
-        try:
-            scn = scn.with_policy(**changes) if changes else scn
-        except ValueError as error:  # e.g. coordination on a scenario whose prefix caching is off
-            raise usage_error(f"bad policy: {error}")
+        scn = apply_policy(scn, policy)  # e.g. coordination on a scenario whose prefix caching is off: a usage error
         spec = v.build(scn)
         if render is not None and render.suffix.lower() not in (".dot", ".svg", ".png", ".html"):
             raise usage_error(f"--render must end in .dot, .svg, .png or .html; got {render.name!r}")
@@ -216,6 +201,8 @@ def register(app: typer.Typer) -> None:
             if render is not None:
                 console.print(f"graph written to {render}")
         raise typer.Exit(0 if result.ok else 1)
+
+    app.command()(with_options(explore, policy_parameters()))
 
     @app.command()
     def variants(as_json: bool = typer.Option(False, "--json", help="Print a JSON list.")) -> None:

@@ -12,27 +12,23 @@ For example::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
 
+from flightcheck.checks.cli.config_options import with_options
+from flightcheck.checks.cli.policy_options import policy_changes, policy_parameters
 from flightcheck.checks.errors import usage_error
 
 
 def register(app: typer.Typer) -> None:
     """Add ``explorer`` to the app."""
 
-    @app.command()
     def explorer(
         scenario: Optional[str] = typer.Option(None, help="A default or scale scenario (default: the variant's own)."),
         variant: str = typer.Option("correct", help="A design variant; one that must violate a property opens on its "
                                                     "shortest violation."),
-        release: Optional[str] = typer.Option(None, help="after-prefill | on-completion"),
-        publication: Optional[str] = typer.Option(None, help="incremental | on-completion"),
-        coordination: Optional[str] = typer.Option(None, help="single-flight | prefix | none"),
-        capacity: Optional[int] = typer.Option(None, min=1, help="Running capacity."),
-        chunk: Optional[int] = typer.Option(None, min=1, help="Prefill chunk in pages."),
         aborts: bool = typer.Option(False, "--aborts", help="Let the client cancel any live request."),
         notifications: bool = typer.Option(False, "--notifications", help="Send bogus termination notifications."),
         eviction: bool = typer.Option(False, "--eviction", help="Let unreferenced pages be evicted."),
@@ -40,6 +36,7 @@ def register(app: typer.Typer) -> None:
         path: Optional[Path] = typer.Option(None, help="Open a counterexample or replay file (as `replay` reads it)."),
         host: str = typer.Option("127.0.0.1", help="Address to listen on."),
         port: int = typer.Option(0, min=0, max=65535, help="Port (0: any free port)."),
+        **policy: Any,
     ) -> None:
         """Serve the interactive explorer: pick the next action from any state, see what changed and why the
         other actions are disabled, step back, replay counterexamples and engine logs. Prints its URL."""
@@ -54,10 +51,10 @@ def register(app: typer.Typer) -> None:
 
         if log is not None and path is not None:
             raise usage_error("give either --log or --path, not both")
-        query = {k: v for k, v in (("scenario", scenario), ("variant", variant if variant != "correct" else None),
-                                   ("release", release), ("publication", publication),
-                                   ("coordination", coordination), ("capacity", capacity), ("chunk", chunk))
+        query = {k: v for k, v in (("scenario", scenario), ("variant", variant if variant != "correct" else None))
                  if v is not None}
+        # the policy as the page's query spells it (a flag 1 or 0), checked here so a bad choice is exit 2
+        query.update({k: (("1" if v else "0") if isinstance(v, bool) else v) for k, v in policy_changes(policy).items()})
         query.update({k: "1" for k, on in (("aborts", aborts), ("notifications", notifications),
                                            ("eviction", eviction)) if on})
         query = {k: str(v) for k, v in query.items()}
@@ -93,6 +90,8 @@ def register(app: typer.Typer) -> None:
         err.print("the explorer is serving; open the URL above in a browser (Ctrl-C stops it)", highlight=False)
         server.serve_forever()
         err.print("stopped", highlight=False)
+
+    app.command()(with_options(explorer, policy_parameters()))
 
 
 def _must_violate(variant: str) -> bool:

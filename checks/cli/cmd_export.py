@@ -11,20 +11,21 @@ For example::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
 from flightcheck.checks.cli.cmd_explore import build_scenario
-from flightcheck.checks.errors import check_choice, usage_error
-from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCALE_SCENARIOS, SCENARIOS
+from flightcheck.checks.cli.config_options import with_options
+from flightcheck.checks.cli.policy_options import apply_policy, policy_changes, policy_parameters
+from flightcheck.checks.errors import usage_error
+from flightcheck.spec.scenario import SCALE_SCENARIOS, SCENARIOS
 from flightcheck.spec.variants import VARIANTS
 
 
 def register(app: typer.Typer) -> None:
     """Add ``export`` to the app."""
 
-    @app.command()
     def export(
         promela: bool = typer.Option(False, "--promela", help="Write a Promela model for SPIN (the one format)."),
         scenario: Optional[str] = typer.Option(
@@ -33,11 +34,6 @@ def register(app: typer.Typer) -> None:
         prompts: int = typer.Option(1, help="Prompt classes in the burst (with --requests)."),
         pages: int = typer.Option(2, help="Full prompt pages per request (with --requests)."),
         decode: int = typer.Option(1, help="Decode steps per request (with --requests)."),
-        release: Optional[str] = typer.Option(None, help="after-prefill | on-completion"),
-        publication: Optional[str] = typer.Option(None, help="incremental | on-completion"),
-        coordination: Optional[str] = typer.Option(None, help="single-flight | prefix | none"),
-        capacity: Optional[int] = typer.Option(None, min=1, help="Running capacity."),
-        chunk: Optional[int] = typer.Option(None, min=1, help="Prefill chunk in pages."),
         aborts: bool = typer.Option(False, "--aborts", help="Let the client cancel any live request."),
         notifications: bool = typer.Option(False, "--notifications", help="Send bogus termination notifications."),
         eviction: bool = typer.Option(False, "--eviction", help="Let unreferenced pages be evicted."),
@@ -45,15 +41,14 @@ def register(app: typer.Typer) -> None:
         liveness: bool = typer.Option(False, "--liveness", help="One process per engine action and the LTL "
                                       "formulas, for `pan -a -f` (SPIN's weak fairness is per process)."),
         out: Optional[Path] = typer.Option(None, help="Write the model here instead of to standard output."),
+        **policy: Any,
     ) -> None:
         """Export the spec of a scenario, policy and variant, generated from the spec's own code."""
         from flightcheck.checks.promela.export import export_promela
 
         if not promela:
             raise usage_error("choose the format: --promela (the only one so far)")
-        check_choice("release", release, RELEASES)
-        check_choice("publication", publication, PUBLICATIONS)
-        check_choice("coordination", coordination, COORDINATIONS)
+        policy_changes(policy)  # a bad choice is refused before anything is built
         if variant not in VARIANTS:
             raise usage_error(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
         v = VARIANTS[variant]
@@ -62,10 +57,7 @@ def register(app: typer.Typer) -> None:
         else:
             scn = build_scenario(scenario, requests, prompts, aborts=aborts, notifications=notifications,
                                  eviction=eviction, pages=pages, decode=decode)
-        changes = {k: val for k, val in (("release", release), ("publication", publication),
-                                         ("coordination", coordination), ("capacity", capacity),
-                                         ("chunk", chunk)) if val is not None}
-        scn = scn.with_policy(**changes) if changes else scn
+        scn = apply_policy(scn, policy)
         model = export_promela(v.build(scn), liveness=liveness)
         if out is None:
             typer.echo(model.text, nl=False)
@@ -76,3 +68,5 @@ def register(app: typer.Typer) -> None:
             raise usage_error(f"cannot write {out}: {e.strerror}")
         typer.echo(f"{out}: {model.num_steps} steps, {len(model.assertions)} assertions"
                    + (f", {len(model.ltl)} LTL formulas" if model.ltl else ""), err=True)
+
+    app.command()(with_options(export, policy_parameters()))

@@ -12,7 +12,8 @@ from tests.cli.bad_input import flat, invoke
 @pytest.mark.parametrize("args, message", [
     (["--scenario", "burst9"], "error: unknown scenario 'burst9'; known: burst2"),
     (["--variant", "sloppy"], "error: unknown variant 'sloppy'; known: correct"),
-    (["--release", "later"], "error: not a policy: unknown release 'later'; expected one of after-prefill, on-completion"),
+    (["--release", "later"], "error: --release must be one of after-prefill, on-completion; got 'later'"),
+    (["--leader-loss", "never"], "error: --leader-loss must be one of release-all, promote; got 'never'"),
     (["--scenario", "nocache", "--coordination", "single-flight"], "error: not a policy: coordination single-flight needs prefix caching"),
     (["--log", "a.jsonl", "--path", "b.txt"], "error: give either --log or --path, not both"),
     (["--log", "missing.jsonl"], "error: missing.jsonl: no such file"),
