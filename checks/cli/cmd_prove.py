@@ -194,8 +194,9 @@ def register(app: typer.Typer) -> None:
                                       "(a query that runs out is 'unknown', never proved)."),
         engine: bool = typer.Option(False, "--engine", help="Check the engine's own guard/command pairs against "
                                     "the spec's actions at every engine state within --bound."),
-        bound: Optional[str] = typer.Option(None, "--bound", metavar="N,M", help="With --engine: requests, pages "
-                                            "(default 2,3)."),
+        bound: Optional[str] = typer.Option(None, "--bound", metavar="N,M[,SET]", help="With --engine: requests, "
+                                            "pages (default 2,3), and the prompt templates: tree (default) or "
+                                            "branches (two prompts off one first page)."),
         mutant: Optional[str] = typer.Option(None, "--mutant", help="With --engine: a planted engine bug to check."),
         method: str = typer.Option("exhaustive", "--method", help="With --engine: exhaustive | crosshair."),
         seconds: Optional[float] = typer.Option(None, "--seconds", help="With --engine: seconds per configuration "

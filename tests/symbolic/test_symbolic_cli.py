@@ -33,6 +33,8 @@ def test_a_planted_engine_bug_is_a_counterexample_whose_program_replays_to_the_s
 
 @pytest.mark.parametrize("args, message", [
     (["--bound", "3"], "error: --bound: a bound is N,M (requests, pages), e.g. 3,6; got '3'"),
+    (["--bound", "3,4,forest"], "error: --bound: unknown template set 'forest' in bound '3,4,forest'; known: "
+                                "tree, branches"),
     (["--bound", "9,3"], "error: --bound: num_requests must be from 1 to 6, got 9"),
     (["--bound", "2,1"], "error: --bound: num_pages must be at least"),
     (["--bound", "1,100"], "error: --bound: num_pages must be at most 64, got 100"),
