@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
         """Run the seed's experiments: every configuration in this process, medians of repeated runs."""
         from flightcheck.checks.bench import EXPERIMENTS
         from flightcheck.checks.bench.report import markdown, save
-        from flightcheck.checks.bench.runner import Backend, num_runs, run_experiment
+        from flightcheck.checks.bench.runner import num_runs, run_experiment
 
         console = Console()
         names = list(EXPERIMENTS) if name == "all" else [name]
