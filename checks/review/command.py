@@ -49,11 +49,38 @@ def corpus_choice(paths: list[str], quick: bool) -> str | None:
     return "own" if quick else "all"
 
 
+def draw_changes(sides: Any, diff: dict[str, Any], folder: Path, limit: int) -> dict[str, str]:
+    """The first ``limit`` changed graphs, each drawn as one picture of both sides (added green, removed
+    red: :mod:`~flightcheck.checks.review.drawing`) into ``folder`` as ``graph-<scenario and policy>.svg``;
+    a graph too large to stay readable is left out. Returns the path of each picture by the item's key."""
+    import re
+
+    from flightcheck.checks.explore.picture import MAX_NODES, RenderError
+    from flightcheck.checks.explore.render import write_picture
+    from flightcheck.checks.review.drawing import build_union
+
+    base = {i["key"]: i for i in sides.baseline["items"]}
+    cand = {i["key"]: i for i in sides.candidate["items"]}
+    drawn: dict[str, str] = {}
+    for item in [i for i in diff["items"] if i["changed"]][:limit]:
+        b, c = base[item["key"]], cand[item["key"]]
+        if len(set(b["nodes"]) | set(c["nodes"])) > MAX_NODES:
+            continue
+        path = folder / ("graph-" + re.sub(r"[^A-Za-z0-9]+", "-", item["key"]).strip("-") + ".svg")
+        try:
+            write_picture(build_union(b, c, (sides.ref, "the working tree")), path)
+        except RenderError:  # graphviz missing or refusing: the text review stands without the picture
+            continue
+        drawn[item["key"]] = str(path)
+    return drawn
+
+
 def make_review(root: Path, ref: str, *, scenarios: list[str] | None = None, strict: bool = False,
-                quick: bool = False) -> dict[str, Any]:
+                quick: bool = False, draw_dir: Path | None = None) -> dict[str, Any]:
     """The review of the working tree at ``root`` against ``ref``: both sides, the diff, the verdict and
     the exit status. ``scenarios`` restricts the default scenarios compared (every one by default); when
-    the engine or the corpus changed (:func:`corpus_choice`), both sides also run the conformance corpus."""
+    the engine or the corpus changed (:func:`corpus_choice`), both sides also run the conformance corpus.
+    With ``draw_dir``, the first changed graphs are drawn there (:func:`draw_changes`)."""
     from flightcheck.checks.review.baseline import summarise_sides
     from flightcheck.checks.review.gitrepo import changed_files, uncommitted
     from flightcheck.checks.review.graphdiff import compare
@@ -64,7 +91,10 @@ def make_review(root: Path, ref: str, *, scenarios: list[str] | None = None, str
     sides = summarise_sides(root, ref, scenarios, corpus=corpus)
     diff = compare(sides.baseline, sides.candidate)
     verdict, status = outcome(diff, strict)
-    return {"verdict": verdict, "exit": status, "strict": strict,
+    from flightcheck.checks.review.present import DETAILED
+
+    drawn = draw_changes(sides, diff, draw_dir, DETAILED) if draw_dir is not None else {}
+    return {"drawn": drawn, "verdict": verdict, "exit": status, "strict": strict,
             "baseline": {"ref": ref, "commit": sides.commit, "origin": sides.baseline["origin"]},
             "candidate": {"root": str(root), "uncommitted": dirty, "origin": sides.candidate["origin"]},
             "scenarios": sides.candidate["scenarios"], "corpus": corpus, "seconds": round(sides.seconds, 2),
@@ -96,7 +126,7 @@ def baseline_command(ref: str, *, scenarios: list[str] | None, quick: bool, stri
         names = quick_scenarios(names)
     try:
         root = toplevel(folder or Path.cwd())
-        review = make_review(root, ref, scenarios=names, strict=strict, quick=quick)
+        review = make_review(root, ref, scenarios=names, strict=strict, quick=quick, draw_dir=report_dir)
     except ReviewError as error:
         raise _usage(error) from None
     text = to_text(review)

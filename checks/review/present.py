@@ -102,6 +102,8 @@ def to_text(review: dict[str, Any]) -> list[str]:
         for k, item in enumerate(changed):
             lines.append(f"  {item['key']}: {counts(item)}")
             lines += [f"    {line}" for line in change_lines(item, detailed=k < DETAILED)]
+            if item["key"] in review.get("drawn", {}):
+                lines.append(f"    drawn (added green, removed red): {review['drawn'][item['key']]}")
         if len(changed) > DETAILED:
             lines.append(f"  (the first change is drawn for the first {DETAILED}; --json has every one)")
     moved = [v for v in diff["variants"] if v["changed"]]

@@ -52,7 +52,7 @@ def _invoke(root: Path, monkeypatch, *args: str):
     return CliRunner().invoke(app, ["check", *args])
 
 
-def test_a_guard_change_names_the_graphs_it_moved_and_its_first_edge(clone):
+def test_a_guard_change_names_the_graphs_it_moved_and_its_first_edge(clone, tmp_path):
     # the release point one page early, during prefill: followers may compute pages the leader has not published
     derived = clone / "spec" / "derived.py"
     _edit(derived, GUARD, EARLY)
@@ -60,9 +60,17 @@ def test_a_guard_change_names_the_graphs_it_moved_and_its_first_edge(clone):
     _commit(clone, "release a page early")
     (clone / "notes.txt").write_text("uncommitted\n")  # the candidate is the working tree, as it is
     try:
-        review = make_review(clone, "HEAD~1", scenarios=["burst2", "burst3"])
+        review = make_review(clone, "HEAD~1", scenarios=["burst2", "burst3"], draw_dir=tmp_path)
     finally:
         (clone / "notes.txt").unlink()
+    # each changed graph drawn as one picture of both sides, and named in the text
+    key = "burst2 after-prefill incremental release-all"
+    picture = Path(review["drawn"][key])
+    assert picture == tmp_path / "graph-burst2-after-prefill-incremental-release-all.svg"
+    svg = picture.read_text()
+    assert svg.startswith("<?xml") and "#2f855a" in svg and "added by the working tree: 93 states" in svg
+    assert f"    drawn (added green, removed red): {picture}" in to_text(review)
+    assert set(review["drawn"]) == {i["key"] for i in review["diff"]["items"] if i["changed"]}
     assert review["verdict"] == "regressed" and review["exit"] == 1
     # each side imported its own tree: nothing of the candidate leaked into the baseline
     for part, where in review["baseline"]["origin"].items():
