@@ -156,12 +156,16 @@ def compare_variant(base: dict[str, Any], cand: dict[str, Any]) -> tuple[dict[st
 def compare_corpus(base: list[dict[str, Any]] | None, cand: list[dict[str, Any]] | None) -> tuple[dict[str, Any], list[str]]:
     """The conformance corpus run by each side's engine: programs (matched by entry and program hash, so
     a program the corpus rebuild added or dropped is counted apart) whose spec actions differ, each with
-    its first differing event; programs that conform on the baseline and not on the candidate are
-    regressions."""
+    its first differing event; entries whose runs cover another number of spec edges (``coverage``);
+    programs that conform on the baseline and not on the candidate are regressions."""
     if base is None or cand is None:
         why = "not run" if base is None and cand is None else \
             f"the {'baseline' if base is None else 'candidate'} has no corpus of this layout"
         return {"compared": False, "why": why}, []
+    cover_was = {r["entry"]: r["coverage"] for r in base if "coverage" in r}
+    coverage = [{"entry": r["entry"], "was": cover_was[r["entry"]], "now": r["coverage"]}
+                for r in cand if "coverage" in r and r["entry"] in cover_was and cover_was[r["entry"]] != r["coverage"]]
+    base, cand = [r for r in base if "program" in r], [r for r in cand if "program" in r]
     was = {(r["entry"], r["program"]): r for r in base}
     changed, regressions, common = [], [], 0
     for r in cand:
@@ -179,7 +183,7 @@ def compare_corpus(base: list[dict[str, Any]] | None, cand: list[dict[str, Any]]
                             "now": r["actions"][k] if k < len(r["actions"]) else "the end",
                             "ok": [b["ok"], r["ok"]]})
     keys = {(r["entry"], r["program"]) for r in cand}
-    return {"compared": True, "programs": common, "changed": changed,
+    return {"compared": True, "programs": common, "changed": changed, "coverage": coverage,
             "only_baseline": sum(1 for k in was if k not in keys),
             "only_candidate": sum(1 for r in cand if (r["entry"], r["program"]) not in was)}, regressions
 
@@ -208,6 +212,6 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
     corpus, bad = compare_corpus(baseline.get("corpus"), candidate.get("corpus"))
     regressions += bad
     changed = bool(only_baseline or only_candidate or any(i["changed"] for i in items)
-                   or any(v["changed"] for v in variants) or corpus.get("changed") or bad)
+                   or any(v["changed"] for v in variants) or corpus.get("changed") or corpus.get("coverage") or bad)
     return {"items": items, "variants": variants, "only_baseline": only_baseline, "only_candidate": only_candidate,
             "corpus": corpus, "regressions": regressions, "changed": changed}

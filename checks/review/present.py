@@ -79,6 +79,8 @@ def corpus_lines(corpus: dict[str, Any]) -> list[str]:
         lines.append(f"  {c['entry']}, program {c['index']}: event {c['event']} was {c['was']}, is now {c['now']}")
     if len(changed) > DETAILED:
         lines.append(f"  (and {len(changed) - DETAILED} more; --json has every one)")
+    for c in corpus.get("coverage", []):
+        lines.append(f"  engine coverage of {c['entry']}: {c['was']} -> {c['now']} spec edges")
     return lines
 
 

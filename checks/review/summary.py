@@ -176,11 +176,12 @@ def summarise(api: Any, root: Path, scenarios: list[str] | None = None) -> dict[
 def corpus_summary(scenarios: list[str] | None, own_policy_only: bool) -> tuple[list[dict[str, Any]], str] | None:
     """The tree's own regression corpus run on the tree's own engine: per program, the entry (scenario
     and policy), a hash of the program, whether the run conformed, and the spec actions the engine took;
-    with the file ``flightcheck.impl`` was imported from. None when the tree has no corpus or engine of
+    per entry, a row with the number of spec edges its runs covered (``coverage``); with the file
+    ``flightcheck.impl`` was imported from. None when the tree has no corpus or engine of
     this layout. ``own_policy_only`` keeps each scenario's own policy (as ``check --quick`` does)."""
     try:
         import flightcheck.impl  # the fast BLAS before MLX, as every engine process does
-        from flightcheck.checks.conform.corpus import load, policy_key
+        from flightcheck.checks.conform.corpus import edges_of, load, policy_key
         from flightcheck.checks.conform.runner import run_program
         from flightcheck.spec.scenario import SCENARIOS
     except ImportError:
@@ -190,11 +191,15 @@ def corpus_summary(scenarios: list[str] | None, own_policy_only: bool) -> tuple[
     for entry in load():
         if (scenarios is not None and entry.scenario not in scenarios) or (own_policy_only and own.get(entry.scenario) != entry.policy):
             continue
+        covered: set = set()
         for n, program in enumerate(entry.programs, 1):
             text = json.dumps(program.to_json(), sort_keys=True, separators=(",", ":"))
             out = run_program(program, "tiny")
+            covered |= edges_of(out)
             runs.append({"entry": entry.key, "index": n, "program": hashlib.sha256(text.encode()).hexdigest()[:16],
                          "ok": out.ok, "actions": list(out.actions)})
+        # the spec edges the entry's runs walked, all programs together (the engine's coverage of the graph)
+        runs.append({"entry": entry.key, "coverage": len(covered)})
     return runs, flightcheck.impl.__file__
 
 

@@ -171,6 +171,8 @@ def test_an_engine_change_runs_the_corpus_on_both_engines_and_names_the_programs
     corpus = review["diff"]["corpus"]
     assert corpus["compared"] and corpus["programs"] == 15 and corpus["only_baseline"] == corpus["only_candidate"] == 0
     assert len(corpus["changed"]) == 7 and all(c["was"] != c["now"] and c["ok"] == [True, True] for c in corpus["changed"])
+    # the same spec edges, taken in another order: coverage of burst3's graph is unchanged
+    assert corpus["coverage"] == []
     assert review["verdict"] == "changed" and review["exit"] == 0 and not review["diff"]["regressions"]
     text = to_text(review)
     assert "conformance corpus: 7 of 15 programs take other engine steps" in text
@@ -180,3 +182,24 @@ def test_an_engine_change_runs_the_corpus_on_both_engines_and_names_the_programs
         assert make_review(clone, "HEAD", scenarios=["burst2"], quick=True)["corpus"] is None
     finally:
         (clone / "spec" / "notes.py").unlink()
+
+
+def test_corpus_comparison_matches_programs_by_content_and_names_coverage_and_regressions():
+    from flightcheck.checks.review.graphdiff import compare_corpus
+
+    base = [{"entry": "burst2 x", "index": 1, "program": "p1", "ok": True, "actions": ["arrive(0)", "admit(0)"]},
+            {"entry": "burst2 x", "index": 2, "program": "p2", "ok": True, "actions": ["arrive(0)"]},
+            {"entry": "burst2 x", "index": 3, "program": "gone", "ok": True, "actions": []},
+            {"entry": "burst2 x", "coverage": 10}]
+    cand = [{"entry": "burst2 x", "index": 1, "program": "p2", "ok": False, "actions": ["arrive(0)", "abort(0)"]},
+            {"entry": "burst2 x", "index": 2, "program": "p1", "ok": True, "actions": ["arrive(0)", "admit(0)"]},
+            {"entry": "burst2 x", "index": 3, "program": "new", "ok": True, "actions": []},
+            {"entry": "burst2 x", "coverage": 8}]
+    out, regressions = compare_corpus(base, cand)
+    assert out["programs"] == 2 and out["only_baseline"] == out["only_candidate"] == 1  # matched by content
+    assert out["changed"] == [{"entry": "burst2 x", "index": 1, "event": 2, "was": "the end", "now": "abort(0)",
+                               "ok": [True, False]}]
+    assert out["coverage"] == [{"entry": "burst2 x", "was": 10, "now": 8}]
+    assert regressions == ["corpus burst2 x: program 1 conformed on the baseline and does not now"]
+    assert compare_corpus(None, None) == ({"compared": False, "why": "not run"}, [])
+    assert compare_corpus(base, None)[0]["why"] == "the candidate has no corpus of this layout"
