@@ -8,7 +8,6 @@ about half a minute. The tests build on each other's commits, in file order (as 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,36 +16,14 @@ from typer.testing import CliRunner
 from flightcheck.checks.cli.app import app
 from flightcheck.checks.review.base_diff import make_scenario_review
 from flightcheck.checks.review.baseline import inside
+from scratch import EARLY, GUARD, clone_into, commit, edit, git, release_early
 
-HERE = Path(__file__).resolve().parents[2]
-GUARD = "published = And(s.ph[f] == DECODE, s.pubd[f] >= self.shareable(f))"
-EARLY = "published = And(s.ph[f] >= PREFILL, s.pubd[f] >= self.shareable(f) - 1)"
 BURST2 = {"scenario": "burst2", "policy": {}, "variant": "correct", "symmetry": True, "max_states": 200_000}
-
-
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), "-c", "user.email=t@example.com", "-c", "user.name=test", *args],
-                          check=True, capture_output=True, text=True).stdout
-
-
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert old in text, f"{old!r} is not in {path}: update the test's edit"
-    path.write_text(text.replace(old, new, 1))
-
-
-def _release_early(root: Path) -> None:
-    """The release point one page early, during prefill (the spec change test_review.py makes)."""
-    derived = root / "spec" / "derived.py"
-    _edit(derived, GUARD, EARLY)
-    _edit(derived, "DECODE, FINISHED, OPEN, View", "DECODE, FINISHED, OPEN, PREFILL, View")
 
 
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("diff-base") / "flightcheck"
-    subprocess.run(["git", "clone", "-q", str(HERE), str(root)], check=True)
-    return root
+    return clone_into(tmp_path_factory.mktemp("diff-base") / "flightcheck")
 
 
 def _diff(root: Path, monkeypatch, *args: str):
@@ -55,8 +32,8 @@ def _diff(root: Path, monkeypatch, *args: str):
 
 
 def test_a_guard_change_pins_the_added_states_and_edges_and_the_regression(clone, tmp_path, monkeypatch):
-    _release_early(clone)
-    _git(clone, "commit", "-q", "-a", "-m", "release a page early")
+    release_early(clone)
+    commit(clone, "release a page early")
     review, (base, cand) = make_scenario_review(clone, "HEAD~1", BURST2)
     item = review["diff"]
     assert item["states"] == [52, 145] and len(base["nodes"]) == 52 and len(cand["nodes"]) == 145
@@ -78,11 +55,11 @@ def test_a_guard_change_pins_the_added_states_and_edges_and_the_regression(clone
 
 def test_a_change_undone_in_the_working_tree_is_removed_and_named_as_uncommitted(clone, monkeypatch):
     derived = clone / "spec" / "derived.py"
-    _edit(derived, EARLY, GUARD)  # uncommitted: the candidate is the working tree as it is
+    edit(derived, EARLY, GUARD)  # uncommitted: the candidate is the working tree as it is
     try:
         r = _diff(clone, monkeypatch, "--base", "HEAD", "--scenario", "burst2", "--json")
     finally:
-        _git(clone, "checkout", "-q", "--", "spec/derived.py")
+        git(clone, "checkout", "-q", "--", "spec/derived.py")
     assert r.exit_code == 0, r.output  # a verdict got better: a change, not a regression
     review = json.loads(r.stdout)
     item = review["diff"]
@@ -93,8 +70,8 @@ def test_a_change_undone_in_the_working_tree_is_removed_and_named_as_uncommitted
 
 def test_a_no_op_commit_reports_no_behaviour_change(clone, monkeypatch):
     model = clone / "spec" / "model.py"
-    _edit(model, '"""', '"""A comment that changes nothing. ')
-    _git(clone, "commit", "-q", "-a", "-m", "a comment")
+    edit(model, '"""', '"""A comment that changes nothing. ')
+    commit(clone, "a comment")
     r = _diff(clone, monkeypatch, "--base", "HEAD~1", "--scenario", "burst2", "--a", "release=on-completion")
     assert r.exit_code == 0, r.output
     assert "states 30 -> 30 (+0 -0), edges +0 -0" in r.stdout and "no behaviour change" in r.stdout
@@ -114,12 +91,12 @@ def test_bad_input_is_one_line_and_exit_2(clone, monkeypatch, args, message):
 
 def test_a_baseline_that_cannot_be_imported_is_exit_2_not_a_pass(clone, monkeypatch):
     init = (clone / "flightcheck" / "__init__.py").read_text()
-    _git(clone, "rm", "-q", "flightcheck/__init__.py")
-    _git(clone, "commit", "-q", "-m", "another layout")
+    git(clone, "rm", "-q", "flightcheck/__init__.py")
+    git(clone, "commit", "-q", "-m", "another layout")
     (clone / "flightcheck").mkdir(exist_ok=True)
     (clone / "flightcheck" / "__init__.py").write_text(init)
-    _git(clone, "add", "flightcheck/__init__.py")
-    _git(clone, "commit", "-q", "-m", "this layout")
+    git(clone, "add", "flightcheck/__init__.py")
+    git(clone, "commit", "-q", "-m", "this layout")
     r = _diff(clone, monkeypatch, "--base", "HEAD~1", "--scenario", "burst2")
     assert r.exit_code == 2, r.output
     lines = r.stderr.strip().splitlines()

@@ -7,7 +7,6 @@ there; the comparisons run on burst2 (and burst3) only, so the file takes well u
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,33 +17,14 @@ from flightcheck.checks.review.baseline import inside
 from flightcheck.checks.review.command import make_review
 from flightcheck.checks.review.present import to_text
 from flightcheck.checks.review.since import select
+from scratch import clone_into, commit, edit, git, release_early
 
-HERE = Path(__file__).resolve().parents[2]
 STAGES = ["explore", "variants", "prove", "equiv", "engine", "conform", "server", "smollm2", "workload"]
-GUARD = "published = And(s.ph[f] == DECODE, s.pubd[f] >= self.shareable(f))"
-EARLY = "published = And(s.ph[f] >= PREFILL, s.pubd[f] >= self.shareable(f) - 1)"
-
-
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), "-c", "user.email=t@example.com", "-c", "user.name=test", *args],
-                          check=True, capture_output=True, text=True).stdout
-
-
-def _commit(root: Path, message: str) -> None:
-    _git(root, "commit", "-q", "-a", "-m", message)
-
-
-def _edit(path: Path, old: str, new: str, count: int = 1) -> None:
-    text = path.read_text()
-    assert text.count(old) >= 1, f"{old!r} is not in {path}: update the test's edit"
-    path.write_text(text.replace(old, new) if count < 0 else text.replace(old, new, count))
 
 
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("review") / "flightcheck"
-    subprocess.run(["git", "clone", "-q", str(HERE), str(root)], check=True)
-    return root
+    return clone_into(tmp_path_factory.mktemp("review") / "flightcheck")
 
 
 def _invoke(root: Path, monkeypatch, *args: str):
@@ -53,11 +33,8 @@ def _invoke(root: Path, monkeypatch, *args: str):
 
 
 def test_a_guard_change_names_the_graphs_it_moved_and_its_first_edge(clone, tmp_path):
-    # the release point one page early, during prefill: followers may compute pages the leader has not published
-    derived = clone / "spec" / "derived.py"
-    _edit(derived, GUARD, EARLY)
-    _edit(derived, "DECODE, FINISHED, OPEN, View", "DECODE, FINISHED, OPEN, PREFILL, View")
-    _commit(clone, "release a page early")
+    release_early(clone)  # followers may compute pages the leader has not published
+    commit(clone, "release a page early")
     (clone / "notes.txt").write_text("uncommitted\n")  # the candidate is the working tree, as it is
     try:
         review = make_review(clone, "HEAD~1", scenarios=["burst2", "burst3"], draw_dir=tmp_path)
@@ -90,13 +67,13 @@ def test_a_guard_change_names_the_graphs_it_moved_and_its_first_edge(clone, tmp_
     assert "scenarios whose graphs changed: burst2" in text and "first change: an added edge" in text
     assert "uncommitted changes" in text and "notes.txt" in text and "REGRESSED" in text
     # the temporary worktree is gone
-    assert len(_git(clone, "worktree", "list").splitlines()) == 1
+    assert len(git(clone, "worktree", "list").splitlines()) == 1
 
 
 def test_a_pure_refactor_reports_no_behaviour_change(clone, monkeypatch, tmp_path):
     model = clone / "spec" / "model.py"
-    _edit(model, "_copy_holders", "_holders_of_copy", count=-1)  # a private helper renamed, every use
-    _commit(clone, "rename a helper")
+    edit(model, "_copy_holders", "_holders_of_copy", count=-1)  # a private helper renamed, every use
+    commit(clone, "rename a helper")
     report = tmp_path / "report"
     r = _invoke(clone, monkeypatch, "--baseline", "HEAD~1", "--scenario", "burst2", "--json", "--report", str(report))
     assert r.exit_code == 0, r.output
@@ -114,14 +91,14 @@ def test_a_ref_that_names_no_commit_is_one_line_and_exit_2(clone, monkeypatch):
 
 def test_a_baseline_of_another_layout_is_exit_2_not_a_pass(tmp_path, monkeypatch):
     root = tmp_path / "fc"
-    subprocess.run(["git", "clone", "-q", str(HERE), str(root)], check=True)
+    clone_into(root)
     init = (root / "flightcheck" / "__init__.py").read_text()
-    _git(root, "rm", "-q", "flightcheck/__init__.py")
-    _commit(root, "another layout")
+    git(root, "rm", "-q", "flightcheck/__init__.py")
+    commit(root, "another layout")
     (root / "flightcheck").mkdir(exist_ok=True)
     (root / "flightcheck" / "__init__.py").write_text(init)
-    _git(root, "add", "flightcheck/__init__.py")
-    _commit(root, "this layout")
+    git(root, "add", "flightcheck/__init__.py")
+    commit(root, "this layout")
     r = _invoke(root, monkeypatch, "--baseline", "HEAD~1", "--scenario", "burst2", "--no-report")
     assert r.exit_code == 2, r.output
     lines = r.stderr.strip().splitlines()
@@ -145,7 +122,7 @@ def test_since_through_the_cli_says_its_choice(clone, monkeypatch):
         assert r.exit_code == 0, r.output
         out = json.loads(r.stdout)
         assert out["rows"] == [] and out["since"]["selected"] == [] and out["since"]["paths"] == {"README.md": []}
-        _edit(clone / "impl" / "engine.py", '"""', '"""A comment. ', count=1)
+        edit(clone / "impl" / "engine.py", '"""', '"""A comment. ', count=1)
         r = _invoke(clone, monkeypatch, "--since", "HEAD", "--stage", "workload", "--json", "--no-report")
         assert r.exit_code == 0, r.output
         since = json.loads(r.stdout)["since"]
@@ -153,17 +130,16 @@ def test_since_through_the_cli_says_its_choice(clone, monkeypatch):
         r = _invoke(clone, monkeypatch, "--since", "HEAD", "--stage", "workload", "--no-report")
         assert "impl/engine.py: engine, conform, smollm2" in r.stdout
     finally:
-        _git(clone, "checkout", "-q", "--", "README.md", "impl/engine.py")
+        git(clone, "checkout", "-q", "--", "README.md", "impl/engine.py")
 
 
 def test_an_engine_change_runs_the_corpus_on_both_engines_and_names_the_programs_that_moved(tmp_path):
-    clone = tmp_path / "flightcheck"  # a clone of its own: the module's clone carries a changed spec by now
-    subprocess.run(["git", "clone", "-q", str(HERE), str(clone)], check=True)
+    clone = clone_into(tmp_path / "flightcheck")  # a clone of its own: the module's clone carries a changed spec by now
     # admission last-in first-out: the spec allows any order, so every program still conforms, but those
     # where two requests wait at once now take their admissions the other way round
-    _edit(clone / "impl" / "scheduler.py", "        for request in self.waiting:\n            admission = self._fit(request)",
+    edit(clone / "impl" / "scheduler.py", "        for request in self.waiting:\n            admission = self._fit(request)",
           "        for request in reversed(self.waiting):\n            admission = self._fit(request)")
-    _commit(clone, "admit the newest waiting request first")
+    commit(clone, "admit the newest waiting request first")
     review = make_review(clone, "HEAD~1", scenarios=["burst3"], quick=True)
     assert review["corpus"] == "own"  # impl/ changed: each scenario's own policy, as --quick replays it
     assert inside(review["candidate"]["origin"]["impl"], clone)
