@@ -139,9 +139,10 @@ def graph_summary(result: Any) -> dict[str, Any]:
     return {"nodes": keys, "labels": labels, "arcs": arcs}
 
 
-def explore_item(api: Any, scn: Any) -> dict[str, Any]:
-    """One scenario under one policy: counts, verdicts, counterexamples and the graph."""
-    r = api.explore(api.FlightSpec(scn))
+def explore_item(api: Any, scn: Any, spec: Any = None, **explore_options: Any) -> dict[str, Any]:
+    """One scenario under one policy (the design's, or ``spec``: a variant's over ``scn``): counts,
+    verdicts, counterexamples and the graph."""
+    r = api.explore(spec if spec is not None else api.FlightSpec(scn), **explore_options)
     verdicts, lengths, paths = _verdicts(r)
     return {"key": _key(scn), "scenario": scn.name, "policy": dataclasses.asdict(scn.policy),
             "states": r.stats.states, "edges": r.stats.edges, "verdicts": verdicts, "lengths": lengths,
@@ -160,13 +161,17 @@ def variant_item(api: Any, variant: Any) -> dict[str, Any]:
 def summarise(api: Any, root: Path, scenarios: list[str] | None = None) -> dict[str, Any]:
     """The whole summary of the tree at ``root``: every default scenario (or those named) under every
     policy of its grid, every variant, and where the code was imported from."""
+    names = [n for n in api.SCENARIOS if scenarios is None or n in scenarios]
+    items = [explore_item(api, scn) for n in names for scn in api.policy_grid(api.SCENARIOS[n])]
+    return _document(root, names, items, [variant_item(api, v) for v in api.VARIANTS.values()])
+
+
+def _document(root: Path, names: list[str], items: list[dict[str, Any]], variants: list[dict[str, Any]]) -> dict[str, Any]:
+    """A summary: what was compared, and where ``flightcheck``, its spec and its explorer were imported from."""
     import flightcheck
     import flightcheck.checks.explore
     import flightcheck.spec
 
-    names = [n for n in api.SCENARIOS if scenarios is None or n in scenarios]
-    items = [explore_item(api, scn) for n in names for scn in api.policy_grid(api.SCENARIOS[n])]
-    variants = [variant_item(api, v) for v in api.VARIANTS.values()]
     origin = {"flightcheck": flightcheck.__file__, "spec": flightcheck.spec.__file__,
               "explore": flightcheck.checks.explore.__file__}
     return {"schema": SCHEMA, "root": str(root), "origin": origin, "scenarios": names, "items": items,
@@ -226,23 +231,12 @@ def one_item(api: Any, request: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"this tree has no variant {variant!r}")
     scn = api.SCENARIOS[name]
     scn = scn.with_policy(**request["policy"]) if request.get("policy") else scn
-    r = api.explore(api.VARIANTS[variant].build(scn), symmetry=request.get("symmetry", True),
-                    max_states=request.get("max_states", 200_000))
-    verdicts, lengths, paths = _verdicts(r)
-    return {"key": _key(scn), "scenario": scn.name, "policy": dataclasses.asdict(scn.policy),
-            "states": r.stats.states, "edges": r.stats.edges, "verdicts": verdicts, "lengths": lengths,
-            "paths": paths, **graph_summary(r)}
+    return explore_item(api, scn, api.VARIANTS[variant].build(scn), symmetry=request.get("symmetry", True),
+                        max_states=request.get("max_states", 200_000))
 
 
 def write_one(api: Any, root: Path, out: Path, request: dict[str, Any]) -> None:
     """Write the summary of :func:`one_item` alone (no variants) of ``root`` to ``out`` as JSON, in the
     form of :func:`summarise`'s, so that the same comparison reads it."""
-    import flightcheck
-    import flightcheck.checks.explore
-    import flightcheck.spec
-
-    origin = {"flightcheck": flightcheck.__file__, "spec": flightcheck.spec.__file__,
-              "explore": flightcheck.checks.explore.__file__}
-    summary = {"schema": SCHEMA, "root": str(root), "origin": origin, "scenarios": [request["scenario"]],
-               "items": [one_item(api, request)], "variants": [], "python": sys.version.split()[0]}
+    summary = _document(root, [request["scenario"]], [one_item(api, request)], [])
     out.write_text(json.dumps(summary, separators=(",", ":")))
