@@ -85,7 +85,7 @@ def base_diff_command(ref: str, request: dict[str, Any], *, render: Path | None,
     from flightcheck.checks.errors import usage_error
     from flightcheck.checks.explore.picture import MAX_NODES, RenderError
     from flightcheck.checks.explore.render import write_picture
-    from flightcheck.checks.review.drawing import build_union
+    from flightcheck.checks.review.drawing import build_union, union_size
     from flightcheck.checks.review.gitrepo import toplevel
 
     try:
@@ -94,7 +94,7 @@ def base_diff_command(ref: str, request: dict[str, Any], *, render: Path | None,
     except ReviewError as error:
         raise usage_error(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
     if render is not None:
-        union = len(set(base["nodes"]) | set(cand["nodes"]))
+        union = union_size(base, cand)
         if union > MAX_NODES and not force:
             raise usage_error(f"the two graphs have {union} states together, more than the {MAX_NODES} a picture "
                               "stays readable with; pass --force to draw it anyway, or leave out --render")

@@ -57,14 +57,14 @@ def draw_changes(sides: Any, diff: dict[str, Any], folder: Path, limit: int) -> 
 
     from flightcheck.checks.explore.picture import MAX_NODES, RenderError
     from flightcheck.checks.explore.render import write_picture
-    from flightcheck.checks.review.drawing import build_union
+    from flightcheck.checks.review.drawing import build_union, union_size
 
     base = {i["key"]: i for i in sides.baseline["items"]}
     cand = {i["key"]: i for i in sides.candidate["items"]}
     drawn: dict[str, str] = {}
     for item in [i for i in diff["items"] if i["changed"]][:limit]:
         b, c = base[item["key"]], cand[item["key"]]
-        if len(set(b["nodes"]) | set(c["nodes"])) > MAX_NODES:
+        if union_size(b, c) > MAX_NODES:
             continue
         path = folder / ("graph-" + re.sub(r"[^A-Za-z0-9]+", "-", item["key"]).strip("-") + ".svg")
         try:

@@ -84,3 +84,8 @@ def build_union(base: dict[str, Any], cand: dict[str, Any], names: tuple[str, st
     ]
     title = f"{cand['key']}: {names[0]} -> {names[1]} (green added, red removed)"
     return Picture(title=title, nodes=nodes, edges=edges, legend=legend)
+
+
+def union_size(base: dict[str, Any], cand: dict[str, Any]) -> int:
+    """How many states the picture of both graphs would have (compare with the pictures' ``MAX_NODES``)."""
+    return len(set(base["nodes"]) | set(cand["nodes"]))
