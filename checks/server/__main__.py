@@ -1,13 +1,20 @@
-"""``python -m flightcheck.checks.server``: run seeded server programs, or replay a saved one.
+"""``python -m flightcheck.checks.server``: run seeded server programs or schedules, or replay a saved one.
+
+Programs run against the real server on its sockets; with ``--controlled``, each seed's program runs
+under the controlled scheduler with that seed's schedule (a failure is shrunk with ``--shrink S``
+seconds and saved with ``--save DIR``). ``--replay`` takes either kind of file: a server program
+(``server-seedN.json``) or a schedule (``interleave-seedN.json``, which replays step for step).
 
 Exit 0 when every property held, 1 when one failed (the violations are printed), 2 on a bad argument
-or a file that is not a server program.
+or a file that is neither.
 
 For example::
 
     $ python -m flightcheck.checks.server --seeds 0-3
     $ python -m flightcheck.checks.server --replay server-seed3.json
     $ python -m flightcheck.checks.server --seeds 0 --mutant stream-left-open
+    $ python -m flightcheck.checks.server --controlled --seeds 0-7 --mutant abort-raced-release --shrink 60 --save .
+    $ python -m flightcheck.checks.server --replay interleave-seed0.json
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from typing import Any
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -30,16 +38,23 @@ def parse_seeds(text: str) -> list[int]:
 
 def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit status."""
-    from flightcheck.checks.server.campaign import replay
     from flightcheck.checks.server.harness import run_program
     from flightcheck.checks.server.mutants import SERVER_MUTANTS
     from flightcheck.checks.server.program import ProgramError, random_program
+    from flightcheck.checks.server.schedule import ScheduleDiverged
 
     parser = argparse.ArgumentParser(prog="python -m flightcheck.checks.server", description=__doc__.splitlines()[0])
     parser.add_argument("--replay", help="a program saved by a failing run (server-seedN.json)")
     parser.add_argument("--seeds", default="0-5", help="seeds to run: N, N-M or a list (default 0-5)")
     parser.add_argument("--mutant", choices=sorted(SERVER_MUTANTS), help="plant a server bug first")
+    parser.add_argument("--controlled", action="store_true", help="run under the controlled scheduler")
+    parser.add_argument("--shrink", type=float, default=0.0, metavar="S",
+                        help="--controlled: seconds to shrink a failing schedule (default 0)")
+    parser.add_argument("--save", metavar="DIR", help="--controlled: save failing schedules here")
     args = parser.parse_args(argv)
+    if args.shrink < 0:
+        print(f"error: --shrink {args.shrink:g}: seconds must be >= 0", file=sys.stderr)
+        return 2
     try:
         seeds = parse_seeds(args.seeds)
     except ValueError as error:
@@ -49,8 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     with planted:
         try:
-            outcomes = [replay(args.replay)] if args.replay else [run_program(random_program(s)) for s in seeds]
-        except ProgramError as error:
+            if args.replay:
+                outcomes = [_replay_any(args.replay)]
+            elif args.controlled:
+                outcomes = [_controlled(seed, args.shrink, args.save) for seed in seeds]
+            else:
+                outcomes = [run_program(random_program(s)) for s in seeds]
+        except (ProgramError, ScheduleDiverged) as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
         for outcome in outcomes:
@@ -60,6 +80,36 @@ def main(argv: list[str] | None = None) -> int:
                 print(outcome.report())
                 failed = True
     return 1 if failed else 0
+
+
+def _replay_any(path: str) -> Any:
+    """The outcome of replaying ``path``: a schedule step for step, or a program on the sockets."""
+    import json
+    from pathlib import Path
+
+    from flightcheck.checks.server.campaign import replay
+    from flightcheck.checks.server.controlled import replay_schedule
+    from flightcheck.checks.server.schedule import FORMAT, Schedule
+
+    try:
+        is_schedule = json.loads(Path(path).read_text(encoding="utf-8")).get("format") == FORMAT
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        is_schedule = False  # Program.load names what is wrong with it
+    return replay_schedule(Schedule.load(Path(path))) if is_schedule else replay(path)
+
+
+def _controlled(seed: int, shrink_seconds: float, save: str | None) -> Any:
+    """Seed ``seed``'s program under its schedule; a failure shrunk and saved as asked."""
+    from pathlib import Path
+
+    from flightcheck.checks.server.interleave import run_seed, save_failure, shrink
+
+    outcome = run_seed(seed)
+    if not outcome.ok and shrink_seconds > 0:
+        outcome = shrink(outcome, shrink_seconds)
+    if not outcome.ok and save:
+        print(f"saved to {save_failure(outcome, Path(save))}")
+    return outcome
 
 
 if __name__ == "__main__":

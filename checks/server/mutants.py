@@ -11,11 +11,15 @@ context manager that patches one function of the app or the engine loop and rest
   neither a stream's nor a whole reply's disconnect reaches the engine;
 - ``follower-abort-lost``: the engine loop drops the abort of a follower (a client of a flight that is
   not its leader): the abort lost in a race with the flight's release.
+- ``abort-raced-release``: the abort is a check-then-act across threads: the handler reads the request's
+  phase, and the engine thread aborts only if the phase is still that one, so an abort that lands just
+  after a release (or an admission) moved the request on is dropped. Only some interleavings show it:
+  the handler must notice the disconnect between the engine's drain and a step that moves the request.
 
 For example::
 
     >>> sorted(SERVER_MUTANTS)
-    ['abort-lost', 'follower-abort-lost', 'stream-disconnect-not-aborted', 'stream-left-open']
+    ['abort-lost', 'abort-raced-release', 'follower-abort-lost', 'stream-disconnect-not-aborted', 'stream-left-open']
 """
 
 from __future__ import annotations
@@ -98,12 +102,44 @@ def follower_abort_lost() -> contextlib.AbstractContextManager:
     return _patched(EngineLoop, "abort_soon", abort_soon)
 
 
+def abort_raced_release() -> contextlib.AbstractContextManager:
+    """``EngineLoop.abort_soon`` reads the request's phase on the handler's side; its command aborts only
+    if the phase has not changed since (a stale check-then-act: a release in between loses the abort)."""
+    from flightcheck.impl.errors import UnknownRequestError
+    from flightcheck.impl.server.loop import EngineLoop, ServerError
+
+    def abort_soon(self: Any, request_id: int) -> None:
+        record = self.engine.scheduler.requests.get(request_id)
+        seen = None if record is None else record.phase
+
+        def abort(engine: Any) -> None:
+            request = engine.scheduler.requests.get(request_id)
+            if request is None or request.phase is not seen:
+                return  # "it moved on since the handler looked": lost
+            try:
+                engine.abort(request_id)
+            except UnknownRequestError:
+                pass
+
+        try:
+            self._put(abort, None)
+        except ServerError:
+            pass
+
+    return _patched(EngineLoop, "abort_soon", abort_soon)
+
+
 # name -> (a context manager factory, the property the campaign must report)
 SERVER_MUTANTS = {
     "stream-disconnect-not-aborted": (stream_disconnect_not_aborted, "disconnect_aborts"),
     "stream-left-open": (stream_left_open, "stream_ends"),
     "abort-lost": (abort_lost, "disconnect_aborts"),
     "follower-abort-lost": (follower_abort_lost, "disconnect_aborts"),
+    "abort-raced-release": (abort_raced_release, "disconnect_aborts"),
 }
 
-__all__ = ["SERVER_MUTANTS", "abort_lost", "follower_abort_lost", "stream_disconnect_not_aborted", "stream_left_open"]
+# Mutants only some interleavings show: the socket campaign finds them when the machine's timing happens
+# to split a handler's look from the engine's drain, the controlled scheduler whenever its schedule does.
+RACE_MUTANTS = frozenset({"abort-raced-release"})
+
+__all__ = ["RACE_MUTANTS", "SERVER_MUTANTS", "abort_lost", "abort_raced_release", "follower_abort_lost", "stream_disconnect_not_aborted", "stream_left_open"]

@@ -25,7 +25,6 @@ import asyncio
 import logging
 import queue
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -197,24 +196,52 @@ class EngineLoop:
                     command = self._commands.get_nowait() if is_busy else self._commands.get(timeout=0.5)
                 except queue.Empty:
                     command = None
-                while command is not None:
+                if command is not None:
                     self._execute(*command)
-                    if self._stopped.is_set():
+                    if self._stopped.is_set() or self.drain():
                         return
-                    try:
-                        command = self._commands.get_nowait()
-                    except queue.Empty:
-                        command = None
-                if self.failure is None and self.engine.has_unfinished():
-                    try:
-                        self.engine.step()
-                    except Exception as error:  # the monitor's ConformanceError, or a bug
-                        self._engine_failed(error)
-                self._deliver()
-                self._publish_snapshot()
+                self.advance()
         finally:
             self._stopped.set()
             self._drain_refused()
+
+    # Why the turn is two public halves: the thread above runs them in turn, and the server's controlled
+    # scheduler (checks/server/interleave.py) runs them itself, one at a time, between the event loop's
+    # callbacks, so that every interleaving of handlers and engine the thread allows can be replayed.
+    @property
+    def has_commands(self) -> bool:
+        """Whether a command (an arrival, an abort, a call) waits for the engine thread."""
+        return not self._commands.empty()
+
+    def drain(self) -> bool:
+        """Executes every queued command on the calling thread (the engine's); returns whether one of
+        them stopped the loop (the shutdown)."""
+        ran = False
+        while True:
+            try:
+                command = self._commands.get_nowait()
+            except queue.Empty:
+                break
+            ran = True
+            self._execute(*command)
+            if self._stopped.is_set():
+                return True
+        if ran:
+            # Why here as well: a long prefill follows, and /health and /metrics must count the requests
+            # that just arrived during it, not one forward pass late.
+            self._publish_snapshot()
+        return False
+
+    def advance(self) -> None:
+        """One engine step when a request is unfinished (and the engine is trusted), then every
+        request's new output is delivered and the snapshot published."""
+        if self.failure is None and self.engine.has_unfinished():
+            try:
+                self.engine.step()
+            except Exception as error:  # the monitor's ConformanceError, or a bug
+                self._engine_failed(error)
+        self._deliver()
+        self._publish_snapshot()
 
     def _execute(self, fn: Callable[[Engine], Any], reply: queue.Queue | None,
                  refuse: Callable[[BaseException], None] | None = None) -> None:
