@@ -1,8 +1,10 @@
 """The interleavings campaign: seeded schedules of seeded programs, a failure shrunk to a short schedule.
 
-Each seed gives a program (:func:`~.program.random_program`) and a chooser: even seeds probabilistic
+Each seed gives a program (:func:`~.program.random_program`) and a chooser, in turn: probabilistic
 concurrency testing (:class:`~.schedule.PriorityChooser`, long runs of one actor, which races need),
-odd seeds uniform choice (:class:`~.schedule.RandomChooser`, many short alternations). A failing run
+uniform choice (:class:`~.schedule.RandomChooser`, many short alternations), and loop-first
+(:class:`~.schedule.LoopFirstChooser`, the event loop run to idle between any two other moves: the
+real server's timing, where handlers run while a forward pass lasts). A failing run
 is shrunk by :func:`shrink`, deterministically (every try is a controlled run, so a failure that
 shrinks stays failing), keeping the first property that failed:
 
@@ -21,8 +23,8 @@ The result is saved as a schedule file that replays identically::
 
 For example::
 
-    >>> type(chooser_of(4)).__name__, type(chooser_of(5)).__name__
-    ('PriorityChooser', 'RandomChooser')
+    >>> [type(chooser_of(seed)).__name__ for seed in (3, 4, 5)]
+    ['PriorityChooser', 'RandomChooser', 'LoopFirstChooser']
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ from typing import Any
 
 from flightcheck.checks.server.controlled import MAX_STEPS, Interleaving, run_schedule
 from flightcheck.checks.server.program import Program, random_program
-from flightcheck.checks.server.schedule import Follow, FromList, PriorityChooser, RandomChooser, Schedule, actor_of
+from flightcheck.checks.server.schedule import (
+    Follow, FromList, LoopFirstChooser, PriorityChooser, RandomChooser, Schedule, actor_of,
+)
 
 QUICK_SCHEDULES = 4    # seeds 0..3 under --quick
 FULL_SCHEDULES = 24    # seeds 0..23 otherwise
@@ -41,16 +45,18 @@ MAX_SHRINK_S = 60.0    # the most a failure is shrunk in the stage
 ONLINE = ("disconnect_aborts", "log_valid")  # the properties a run finds on its way, not at its end
 
 
+CHOOSERS = (("PCT", PriorityChooser), ("uniform", RandomChooser), ("loop-first", LoopFirstChooser))
+
+
 def chooser_of(seed: int) -> Any:
-    """The chooser of ``seed``: PCT for even seeds, uniform for odd ones."""
-    return PriorityChooser(seed) if seed % 2 == 0 else RandomChooser(seed)
+    """The chooser of ``seed``: PCT, uniform and loop-first in turn (``seed % 3``)."""
+    return CHOOSERS[seed % len(CHOOSERS)][1](seed)
 
 
 def run_seed(seed: int) -> Interleaving:
     """The program of ``seed`` under the chooser of ``seed``."""
-    chooser = chooser_of(seed)
-    kind = "PCT" if isinstance(chooser, PriorityChooser) else "uniform"
-    return run_schedule(random_program(seed), chooser, origin=f"seed {seed} ({kind} schedule)")
+    kind = CHOOSERS[seed % len(CHOOSERS)][0]
+    return run_schedule(random_program(seed), chooser_of(seed), origin=f"seed {seed} ({kind} schedule)")
 
 
 def shrink(outcome: Interleaving, seconds: float) -> Interleaving:

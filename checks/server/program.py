@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from flightcheck.impl.pages import PAGE_SIZE as PAGE
 from flightcheck.spec.scenario import LEADER_LOSSES, PUBLICATIONS, RELEASES
 
 # A well-formed request's ``seed`` is its client's tag: the run finds the engine request by it.
@@ -40,7 +41,6 @@ KINDS = ("stream", "whole", "malformed")
 BEHAVIOURS = ("read", "disconnect-after", "disconnect-after-headers", "disconnect-before-response", "half-close",
               "pause")
 VOCAB = 256  # the tiny model's vocabulary
-PAGE = 16
 
 # Bodies a client may send that are not a valid completion request (each must get a 4xx, and nothing may
 # reach the engine). Text, not JSON: some are not JSON at all.

@@ -51,6 +51,21 @@ class RandomChooser:
         return self.rng.randrange(len(enabled))
 
 
+class LoopFirstChooser:
+    """The event loop runs until it has nothing ready, then one uniform choice among the engine and the
+    clients, from ``seed``: the server's real timing, where a forward pass is long and the handlers run
+    to idle while it lasts (an abort asked for mid-step reaches the engine after that step)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+
+    def __call__(self, enabled: list[str]) -> int:
+        """The index of the action to run."""
+        if enabled[0] == "tick":
+            return 0
+        return self.rng.randrange(len(enabled))
+
+
 def actor_of(action: str) -> str:
     """Who moves in ``action``: ``loop`` (tick), ``engine``, ``clock``, or a client (``c3``)."""
     return {"tick": "loop"}.get(action, action.split(":")[0])
@@ -186,4 +201,4 @@ class Schedule:
         return " ".join(marked)
 
 
-__all__ = ["FORMAT", "Follow", "FromList", "PriorityChooser", "RandomChooser", "actor_of", "Replayer", "Schedule", "ScheduleDiverged"]
+__all__ = ["FORMAT", "Follow", "FromList", "LoopFirstChooser", "PriorityChooser", "RandomChooser", "actor_of", "Replayer", "Schedule", "ScheduleDiverged"]
