@@ -4,13 +4,19 @@ SmolLM2's GGUF says ``tokenizer.ggml.model = "gpt2"`` (byte-level BPE) with ``to
 "smollm"``. llama.cpp's "smollm" pre-tokenizer splits every digit on its own and then applies the
 GPT-2 regex, which is ``tokenizers``' ``Digits(individual_digits=True)`` followed by
 ``ByteLevel(use_regex=True)``. Tokens the file marks as control (type 3: ``<|im_start|>``,
-``<|im_end|>``, ``<|endoftext|>`` ...) are special: matched whole in the text, never split.
+``<|im_end|>``, ``<|endoftext|>`` ...) are special: matched whole in the text, never split, in a raw
+prompt (:meth:`GGUFTokenizer.encode`); in a chat (:meth:`GGUFTokenizer.encode_messages`) only the
+template's own markers are, and what a message says is plain text, so a user cannot forge a turn.
+
+Text is encoded through ``encode_batch``, which releases the GIL while it works (``encode`` holds it):
+a megabyte of prompt tokenizing on a worker thread would otherwise stall every other request's handler.
 
 Checked against llama.cpp's own tokenizer on a fixture (tests/fixtures/tokenizer_ids.json).
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +34,7 @@ _PRE_TOKENIZERS = {
 }
 
 _CHATML_SYSTEM = re.compile(r"<\|im_start\|>system\n(.*?)<\|im_end\|>", re.S)
+_IM_START, _IM_END = "<|im_start|>", "<|im_end|>"
 
 
 class TokenizerError(ValueError):
@@ -53,6 +60,10 @@ class GGUFTokenizer:
 
     def __init__(self, tokenizer: Tokenizer, eos_id: int, bos_id: int | None, chat_template: str | None):
         self.tokenizer = tokenizer
+        # Why a copy: ``encode_special_tokens`` is the tokenizer's state, not an argument, and worker
+        # threads encode concurrently; this copy always reads special-token text as plain characters.
+        self.plain_tokenizer = copy.deepcopy(tokenizer)
+        self.plain_tokenizer.encode_special_tokens = True
         self.eos_id = eos_id
         self.bos_id = bos_id
         self.chat_template = chat_template
@@ -74,7 +85,9 @@ class GGUFTokenizer:
         tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False))
         tokenizer.pre_tokenizer = _PRE_TOKENIZERS[pre]()
         tokenizer.decoder = decoders.ByteLevel()
-        types = [int(t) for t in meta.get("tokenizer.ggml.token_type", [])]
+        raw_types = meta.get("tokenizer.ggml.token_type", [])
+        # Why tolist: the metadata's arrays are MLX arrays, and reading one element at a time took 6 s.
+        types = [int(t) for t in (raw_types.tolist() if hasattr(raw_types, "tolist") else raw_types)]
         control = [AddedToken(tokens[i], special=True, normalized=False)
                    for i, t in enumerate(types) if t == CONTROL_TOKEN_TYPE]
         tokenizer.add_special_tokens(control)
@@ -84,7 +97,11 @@ class GGUFTokenizer:
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text``; special markers like ``<|im_start|>`` in it become their single ids."""
-        return self.tokenizer.encode(text, add_special_tokens=False).ids
+        return self.tokenizer.encode_batch([_encodable(text)], add_special_tokens=False)[0].ids
+
+    def encode_plain(self, text: str) -> list[int]:
+        """Token ids of ``text`` read as characters only: ``<|im_end|>`` in it is seven tokens, not one."""
+        return self.plain_tokenizer.encode_batch([_encodable(text)], add_special_tokens=False)[0].ids
 
     def decode(self, ids: list[int], skip_special: bool = False) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=skip_special)
@@ -94,20 +111,45 @@ class GGUFTokenizer:
 
     def apply_chat_template(self, messages: list[ChatMessage], add_generation_prompt: bool = True) -> str:
         """Renders the metadata's ChatML template (a default system turn first when none is given)."""
-        if not self.chat_template or "<|im_start|>" not in self.chat_template:
+        return "".join(self._chat_pieces(messages, add_generation_prompt))
+
+    def encode_messages(self, messages: list[ChatMessage], add_generation_prompt: bool = True) -> list[int]:
+        """Token ids of the rendered chat in which only the template's markers are special tokens.
+
+        Why piecewise: encoding the rendered text would turn ``<|im_end|>`` typed in a message into the
+        control token, ending the turn early (a forged system or assistant turn). The text between two
+        markers is encoded as one piece, just as a whole-text encode splits at special tokens first, so
+        a chat whose messages hold no marker text gets exactly the ids of ``encode(apply_chat_template())``.
+        """
+        pieces = self._chat_pieces(messages, add_generation_prompt)
+        markers = {marker: self.tokenizer.token_to_id(marker) for marker in (_IM_START, _IM_END)}
+        if None in markers.values():
+            raise TokenizerError(f"the vocabulary lacks ChatML's markers {_IM_START} and {_IM_END}")
+        texts = [_encodable(piece) for i, piece in enumerate(pieces) if i % 2]
+        encoded = iter(self.plain_tokenizer.encode_batch(texts, add_special_tokens=False))
+        ids: list[int] = []
+        for i, piece in enumerate(pieces):
+            ids += next(encoded).ids if i % 2 else [markers[piece]]
+        return ids
+
+    def _chat_pieces(self, messages: list[ChatMessage], add_generation_prompt: bool) -> list[str]:
+        """The rendered chat as alternating pieces: marker, text, marker, text ... (even: a marker)."""
+        if not self.chat_template or _IM_START not in self.chat_template:
             raise TokenizerError("the model's chat template is not ChatML; --chat is not supported for it")
         found = _CHATML_SYSTEM.search(self.chat_template)
-        parts = []
+        turns = [(m.role, m.content) for m in messages]
         if found and (not messages or messages[0].role != "system"):
-            parts.append(f"<|im_start|>system\n{found.group(1)}<|im_end|>\n")
-        parts += [f"<|im_start|>{m.role}\n{m.content}<|im_end|>\n" for m in messages]
+            turns.insert(0, ("system", found.group(1)))
+        pieces = []
+        for role, content in turns:
+            pieces += [_IM_START, f"{role}\n{content}", _IM_END, "\n"]
         if add_generation_prompt:
-            parts.append("<|im_start|>assistant\n")
-        return "".join(parts)
+            pieces += [_IM_START, "assistant\n"]
+        return pieces
 
     def encode_chat(self, prompt: str, system: str | None = None) -> list[int]:
         messages = ([ChatMessage("system", system)] if system else []) + [ChatMessage("user", prompt)]
-        return self.encode(self.apply_chat_template(messages))
+        return self.encode_messages(messages)
 
     def stream_decoder(self) -> "StreamDecoder":
         return StreamDecoder(self)
@@ -129,6 +171,16 @@ class StreamDecoder:
             return ""
         piece, self.emitted = text[self.emitted:], len(text)
         return piece
+
+
+def _encodable(text: str) -> str:
+    """``text``, or a ``UnicodeEncodeError`` saying where it is not valid Unicode (a lone surrogate);
+    ``tokenizers`` would raise a bare ``TypeError`` ("TextInputSequence must be str") instead."""
+    if not isinstance(text, str):
+        raise TypeError(f"text to tokenize must be a str, got {type(text).__name__}")
+    if not text.isascii():
+        text.encode("utf-8")
+    return text
 
 
 def _item(meta: dict[str, Any], key: str) -> Any:

@@ -71,8 +71,15 @@ def register(app: typer.Typer) -> None:
         body_timeout: float = typer.Option(30.0, help="seconds for a request body to arrive (else 408)"),
         header_timeout: float = typer.Option(10.0, help="seconds for a request's headers (else the connection closes)"),
         keep_alive: float = typer.Option(5.0, help="seconds an idle keep-alive connection stays open"),
-        max_connections: int = typer.Option(256, help="open connections beyond which requests get a 503"),
+        max_connections: int = typer.Option(256, help="open connections at which the longest idle one is closed "
+                                            "for a new one (all busy: 503)"),
+        max_connections_per_client: int = typer.Option(128, help="open connections one client address may hold "
+                                                       "(its idle ones give way; all busy: 503)"),
         shutdown_timeout: float = typer.Option(10.0, help="seconds replies may take to close at shutdown"),
+        default_max_tokens: int = typer.Option(256, help="tokens a chat generates at most when it names no "
+                                               "max_tokens (admission reserves pages for them)"),
+        api_key: Optional[str] = typer.Option(None, help="require 'Authorization: Bearer KEY' on /v1/* (else 401); "
+                                              "default: $FLIGHTCHECK_API_KEY if set, else no key"),
         **policy: Any,
     ) -> None:
         """Serve the engine over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions,
@@ -86,13 +93,16 @@ def register(app: typer.Typer) -> None:
             raise usage_error(f"--port must be in 0..65535, got {port}")
         if history < 0 or event_history < 0:
             raise usage_error(f"--history and --event-history must be >= 0, got {history} and {event_history}")
+        if api_key is not None and not api_key:
+            raise usage_error("--api-key must not be empty (leave it out to serve without a key)")
         from flightcheck.impl.config import EngineConfig
         from flightcheck.impl.server import Limits, Server
 
         try:
             config = build_config(EngineConfig, policy)
             limits = Limits(max_body_bytes=max_body_bytes, body_timeout_s=body_timeout, header_timeout_s=header_timeout,
-                            keep_alive_s=keep_alive, max_connections=max_connections, shutdown_timeout_s=shutdown_timeout)
+                            keep_alive_s=keep_alive, max_connections=max_connections, shutdown_timeout_s=shutdown_timeout,
+                            default_max_tokens=default_max_tokens, max_connections_per_client=max_connections_per_client)
         except (InvalidConfigError, ValueError) as error:
             raise usage_error(str(error)) from None
         kept = None if monitor else history
@@ -105,12 +115,13 @@ def register(app: typer.Typer) -> None:
                 raise usage_error(f"--monitor: {error}") from None
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
         try:
-            server = Server(engine, host, port, limits=limits, history=kept)
+            server = Server(engine, host, port, limits=limits, history=kept, api_key=api_key)
         except OSError as error:
             engine.close()
             raise usage_error(f"cannot bind {host}:{port}: {error.strerror or error}") from None
         err.print(f"serving {model} as {server.model_id!r} on {server.url} ({config.coordination}, release "
-                  f"{config.release}, publication {config.publication}{', monitored' if monitor else ''}); "
+                  f"{config.release}, publication {config.publication}{', monitored' if monitor else ''}"
+                  f"{', API key required' if server.api_key else ''}); "
                   f"Ctrl-C stops", highlight=False)
         info = engine.info()
         style = "" if info["is_fast_blas"] else "[bold yellow]warning:[/] "

@@ -21,6 +21,7 @@ For example::
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import time
@@ -34,7 +35,9 @@ from flightcheck.impl.server.loop import EngineLoop, ServerError
 from flightcheck.impl.server.metrics import ServerMetrics
 from flightcheck.impl.server.protocol import with_header_deadline
 
-__all__ = ["Limits", "Server", "ServerError", "model_id_of"]
+__all__ = ["API_KEY_ENV", "Limits", "Server", "ServerError", "model_id_of"]
+
+API_KEY_ENV = "FLIGHTCHECK_API_KEY"
 
 
 def model_id_of(engine: Engine) -> str:
@@ -61,23 +64,31 @@ class Server:
     """The engine loop and the HTTP server bound to ``host:port`` (port 0: any free port).
 
     ``history``: finished requests whose records are kept (None: all, as the online monitor needs).
+    ``api_key``: when set, every ``/v1/*`` route needs ``Authorization: Bearer <api_key>`` (else a 401);
+    None reads ``FLIGHTCHECK_API_KEY`` from the environment, and without either no key is needed.
     ``start()`` serves on background threads (tests, embedding); ``serve_forever()`` in the foreground
     until SIGINT/SIGTERM. Binding happens here, so a busy port raises ``OSError`` at once.
     """
 
     def __init__(self, engine: Engine, host: str = "127.0.0.1", port: int = 8000, *, limits: Limits | None = None,
-                 history: int | None = 256, model_id: str | None = None, log_level: str = "warning") -> None:
+                 history: int | None = 256, model_id: str | None = None, log_level: str = "warning",
+                 api_key: str | None = None) -> None:
+        if api_key is None:
+            api_key = os.environ.get(API_KEY_ENV) or None
+        if api_key is not None and (not isinstance(api_key, str) or not api_key):
+            raise ValueError(f"api_key must be a non-empty string or None, got {api_key!r}")
+        self.api_key = api_key
         self.engine = engine
         self.limits = limits or Limits()
         self.model_id = model_id or model_id_of(engine)
         self.metrics = ServerMetrics(lambda: self.loop.snapshot)
         self.loop = EngineLoop(engine, history=history, on_finish=self.metrics.observe,
                                on_failure=lambda kind, error: self.metrics.failures.labels(kind).inc())
-        self.app = OpenAIApp(self.loop, self.metrics, self.limits, self.model_id).app
+        self.app = OpenAIApp(self.loop, self.metrics, self.limits, self.model_id, api_key=api_key).app
         self.socket = socket.create_server((host, port))
         lim = self.limits
         config = uvicorn.Config(
-            self.app, http=with_header_deadline(lim.header_timeout_s), lifespan="off", log_level=log_level,
+            self.app, http=with_header_deadline(lim.header_timeout_s, lim.max_connections_per_client), lifespan="off", log_level=log_level,
             timeout_keep_alive=lim.keep_alive_s, limit_concurrency=lim.max_connections,
             timeout_graceful_shutdown=lim.shutdown_timeout_s, access_log=False)
         self.uvicorn = _Uvicorn(config)

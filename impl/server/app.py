@@ -4,7 +4,9 @@ Every handler does all its checks before anything reaches the engine: the body's
 ``Content-Length`` before a byte of it is read, or while reading a chunked one) and its deadline, the
 JSON, the fields (:mod:`flightcheck.impl.server.schema`), the model name, and, after tokenizing on a
 worker thread (never the engine thread), the prompt against the context and ``max_tokens`` against
-what is left of it. Errors are OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``.
+what is left of it. Errors are OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``,
+whole or mid-stream alike; every 5xx is also logged (logger ``flightcheck.server``) with its path. With an
+API key, every ``/v1/*`` request without ``Authorization: Bearer <key>`` is a 401 before its body is read.
 
 A streaming reply is server-sent events (``data: {chunk}`` lines, then ``data: [DONE]``); when the
 client goes away mid-stream, Starlette cancels the generator and its request is aborted. A
@@ -14,7 +16,9 @@ non-streaming reply watches for the client's disconnect the same way.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -25,17 +29,21 @@ import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from flightcheck.impl.errors import EngineError
 from flightcheck.impl.server.loop import Delivery, EngineLoop, ServerError
 from flightcheck.impl.server.metrics import CONTENT_TYPE, ServerMetrics
 from flightcheck.impl.server.schema import (
-    ChatRequest, CompletionRequest, RequestError, parse, prompt_parts, sampling_of,
+    DEFAULT_MAX_TOKENS, MAX_BODY_DEPTH, ChatRequest, CompletionRequest, RequestError, parse, prompt_parts, sampling_of,
 )
 from flightcheck.impl.tokenizer import ChatMessage
+
+log = logging.getLogger("flightcheck.server")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,11 +54,13 @@ class Limits:
     body_timeout_s: float = 30.0        # a body not complete by then is refused (408)
     header_timeout_s: float = 10.0      # a connection whose request headers take longer is closed
     keep_alive_s: float = 5.0           # an idle keep-alive connection is closed after this
-    max_connections: int = 256          # beyond this many open connections, requests get a 503
+    max_connections: int = 256          # at this many open connections the idlest gives way; all busy: 503
+    max_connections_per_client: int = 128  # one client address's open connections (beyond: 503 when busy)
     shutdown_timeout_s: float = 10.0    # replies still open this long after shutdown began are cut
+    default_max_tokens: int = DEFAULT_MAX_TOKENS  # a chat naming no max_tokens generates at most this many
 
     def __post_init__(self) -> None:
-        for name in ("max_body_bytes", "max_connections"):
+        for name in ("max_body_bytes", "max_connections", "max_connections_per_client", "default_max_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
@@ -87,12 +97,16 @@ async def read_body(request: Request, limits: Limits) -> Any:
         return json.loads(b"".join(chunks) or b"null")
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise RequestError(f"the request body is not valid JSON: {error}", None) from None
+    except RecursionError:  # e.g. 100,000 "[": the parser recurses once per level
+        raise RequestError(f"the request body nests arrays or objects too deeply to parse (at most "
+                           f"{MAX_BODY_DEPTH} levels are accepted)", None) from None
 
 
 class OpenAIApp:
     """The routes over one :class:`EngineLoop`; ``model_id`` is the only model name accepted."""
 
-    def __init__(self, loop: EngineLoop, metrics: ServerMetrics, limits: Limits, model_id: str) -> None:
+    def __init__(self, loop: EngineLoop, metrics: ServerMetrics, limits: Limits, model_id: str, *,
+                 api_key: str | None = None) -> None:
         self.loop, self.metrics, self.limits, self.model_id = loop, metrics, limits, model_id
         engine = loop.engine
         self.tokenizer, self.context, self.created = engine.tokenizer, engine.context, int(time.time())
@@ -103,7 +117,9 @@ class OpenAIApp:
                   Route("/health", self.health, methods=["GET"]),
                   Route("/metrics", self.metrics_text, methods=["GET"]),
                   Route("/info", self.info_json, methods=["GET"])]
-        self.app = Starlette(routes=routes, exception_handlers={HTTPException: self._http_error})
+        guard = [Middleware(_ApiKeyGuard, key=api_key, on_refused=self.counted_error)] if api_key else []
+        self.app = Starlette(routes=routes, middleware=guard,
+                             exception_handlers={HTTPException: self._http_error, Exception: self._unexpected_error})
 
     # --- small endpoints -----------------------------------------------------------------------
     async def models(self, request: Request) -> Response:
@@ -126,9 +142,14 @@ class OpenAIApp:
         return JSONResponse(self.info)
 
     async def _http_error(self, request: Request, exc: HTTPException) -> Response:
-        self.metrics.http_errors.labels(str(exc.status_code)).inc()
         what = "no such endpoint" if exc.status_code == 404 else exc.detail
-        return error_response(exc.status_code, f"{what}: {request.method} {request.url.path}", "invalid_request_error")
+        return self._error(request, exc.status_code, f"{what}: {request.method} {request.url.path}",
+                           "invalid_request_error")
+
+    async def _unexpected_error(self, request: Request, exc: Exception) -> Response:
+        # Why: Starlette's own 500 is plain text, outside OpenAI's shape and logged without the path;
+        # it re-raises the error after this reply, so uvicorn still logs the traceback.
+        return self._error(request, 500, f"internal error: {_first_line(exc)}", "server_error")
 
     # --- completions ---------------------------------------------------------------------------
     async def completions(self, request: Request) -> Response:
@@ -144,29 +165,38 @@ class OpenAIApp:
                 raise RequestError(f"the model {body.model!r} does not exist; this server serves {self.model_id!r}",
                                    "model", 404, "model_not_found")
             token_ids = await self._token_ids(body)
-            sampling = sampling_of(body, len(token_ids), self.context, has_tokenizer=self.tokenizer is not None)
+            sampling = sampling_of(body, len(token_ids), self.context, has_tokenizer=self.tokenizer is not None,
+                                   default_max_tokens=self.limits.default_max_tokens)
             request_id, out = await self.loop.submit(token_ids, sampling)
         except RequestError as error:
-            return self._error(error.status, error.message, "invalid_request_error", error.param, error.code)
+            return self._error(request, error.status, error.message, "invalid_request_error", error.param, error.code)
         except EngineError as error:  # the engine's own checks (e.g. the page pool), nothing enqueued
-            return self._error(400, str(error), "invalid_request_error", _param_of(error))
+            return self._error(request, 400, str(error), "invalid_request_error", _param_of(error))
         except ServerError as error:
-            return self._error(error.status, error.message, error.kind, error.param)
+            return self._error(request, error.status, error.message, error.kind, error.param)
         except ClientDisconnect:
             return Response(status_code=499)
         except Exception as error:  # the monitor rejected the arrival, or a bug: never a bare traceback
-            return self._error(500, f"internal error: {str(error).splitlines()[0] if str(error) else type(error).__name__}",
-                               "server_error")
-        reply = _Reply(self, body, request_id, len(token_ids), sampling.stop)
+            return self._error(request, 500, f"internal error: {_first_line(error)}", "server_error", exc=error)
+        reply = _Reply(self, body, request.url.path, request_id, len(token_ids), sampling.stop)
         if body.stream:
             return StreamingResponse(reply.events(out), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
                                      background=BackgroundTask(reply.cleanup))
         return await reply.whole(out, request)
 
-    def _error(self, status: int, message: str, kind: str, param: str | None = None, code: str | None = None) -> Response:
-        self.metrics.http_errors.labels(str(status)).inc()
+    def _error(self, request: Request, status: int, message: str, kind: str, param: str | None = None,
+               code: str | None = None, *, exc: BaseException | None = None) -> Response:
+        self.counted_error(request.url.path, status, message, exc)
         return error_response(status, message, kind, param, code)
+
+    def counted_error(self, path: str, status: int, message: str, exc: BaseException | None = None) -> None:
+        """Counts an error reply in /metrics; a 5xx is logged too (the operator's only trace of it)."""
+        self.metrics.http_errors.labels(str(status)).inc()
+        if status >= 500:
+            # Why a warning for 503: it is the shutdown or an unavailable engine, not a fault of this request.
+            level = logging.WARNING if status == 503 else logging.ERROR
+            log.log(level, "%s: %d %s", path, status, message, exc_info=exc)
 
     async def _token_ids(self, body: Any) -> list[int]:
         """Token ids of the prompt; text is tokenized on a worker thread, never the engine's."""
@@ -174,9 +204,9 @@ class OpenAIApp:
             if self.tokenizer is None:
                 raise RequestError("chat needs a model with a tokenizer; this one takes token ids "
                                    "(use /v1/completions with a list of token ids)", "messages")
-            messages = [ChatMessage(m.role, m.content) for m in body.messages]
-            return await anyio.to_thread.run_sync(
-                lambda: self.tokenizer.encode(self.tokenizer.apply_chat_template(messages)))
+            messages = [ChatMessage(m.role, m.text) for m in body.messages]
+            # Why encode_messages: a message's text must stay text; "<|im_end|>" in it is not a marker.
+            return await anyio.to_thread.run_sync(self.tokenizer.encode_messages, messages)
         prompt = prompt_parts(body)
         if isinstance(prompt, str):
             if self.tokenizer is None:
@@ -189,6 +219,34 @@ class OpenAIApp:
         return list(prompt)
 
 
+class _ApiKeyGuard:
+    """Refuses every ``/v1/*`` request without ``Authorization: Bearer <key>`` (401, OpenAI's shape), before
+    its body is read; /health, /metrics and /info stay open to probes and scrapers."""
+
+    def __init__(self, app: ASGIApp, key: str, on_refused: Any) -> None:
+        self.app, self.key, self.on_refused = app, key.encode(), on_refused
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not (path == "/v1" or path.startswith("/v1/")):
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope["headers"]).get(b"authorization")
+        scheme, _, token = (given or b"").partition(b" ")
+        if given is not None and scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.key):
+            await self.app(scope, receive, send)
+            return
+        message = ("the API key is not valid" if given is not None else
+                   "no API key: send the header 'Authorization: Bearer <key>'")
+        self.on_refused(path, 401, message)
+        await error_response(401, message, "invalid_request_error", None, "invalid_api_key")(scope, receive, send)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error)
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def _param_of(error: EngineError) -> str | None:
     text = str(error)
     if text.startswith("sampling."):
@@ -199,8 +257,9 @@ def _param_of(error: EngineError) -> str | None:
 class _Reply:
     """One request's reply, streamed as events or collected whole."""
 
-    def __init__(self, app: OpenAIApp, body: Any, request_id: int, num_prompt_tokens: int, stop: tuple[str, ...]) -> None:
-        self.app, self.body, self.request_id = app, body, request_id
+    def __init__(self, app: OpenAIApp, body: Any, path: str, request_id: int, num_prompt_tokens: int,
+                 stop: tuple[str, ...]) -> None:
+        self.app, self.body, self.path, self.request_id = app, body, path, request_id
         self.num_prompt_tokens, self.stop = num_prompt_tokens, stop
         self.is_chat = isinstance(body, ChatRequest)
         self.id = f"{'chatcmpl' if self.is_chat else 'cmpl'}-{uuid.uuid4().hex[:24]}"
@@ -280,16 +339,13 @@ class _Reply:
                     yield _sse(self._envelope([self._choice(text, list(item.tokens), None, delta=True)]))
                 if item.error is not None:
                     how = "error"
-                    self.app.metrics.http_errors.labels(str(item.error.status)).inc()
-                    yield _sse({"error": {"message": item.error.message, "type": item.error.kind,
-                                          "param": None, "code": item.error.status}})
+                    yield self._error_event(item.error.status, item.error.message, item.error.kind)
                     return
                 if item.result is not None:
                     result = item.result
                     if result.finish_reason == "abort":
                         how = "error"
-                        yield _sse({"error": {"message": "the request was aborted", "type": "server_error",
-                                              "param": None, "code": 500}})
+                        yield self._error_event(500, "the request was aborted", "server_error")
                         return
                     text = self._new_text(result.text if result.text is not None else None)
                     last = self._choice(text, list(item.tokens), _finish(result.finish_reason), delta=True)
@@ -302,6 +358,12 @@ class _Reply:
                     return
         finally:
             self.close(how)  # "disconnect": Starlette cancelled the generator, the client went away
+
+    def _error_event(self, status: int, message: str, kind: str) -> str:
+        """An error mid-stream (the status line has gone): the same body a whole reply would carry, whose
+        ``code`` is null like theirs (the HTTP status is not a code in OpenAI's sense)."""
+        self.app.counted_error(self.path, status, message)
+        return _sse({"error": {"message": message, "type": kind, "param": None, "code": None}})
 
     # --- whole ---------------------------------------------------------------------------------
     async def whole(self, out: asyncio.Queue, request: Request) -> Response:
@@ -317,11 +379,11 @@ class _Reply:
                 item: Delivery = getter.result()
                 self.token_ids.extend(item.tokens)
                 if item.error is not None:
-                    return self.app._error(item.error.status, item.error.message, item.error.kind)
+                    return self.app._error(request, item.error.status, item.error.message, item.error.kind)
                 if item.result is not None:
                     result = item.result
                     if result.finish_reason == "abort":
-                        return self.app._error(500, "the request was aborted", "server_error")
+                        return self.app._error(request, 500, "the request was aborted", "server_error")
                     text = result.text if result.text is not None else ""
                     choice = self._choice(text, list(result.output_token_ids), _finish(result.finish_reason), delta=False)
                     return JSONResponse(self._envelope([choice], usage=self._usage(result),

@@ -3,12 +3,13 @@
 Built with ``prometheus_client`` on a registry of the server's own (several servers in one process,
 as in the tests, do not collide). The engine's counters are read generically: every field of the
 scheduler's ``Counters`` becomes ``flightcheck_engine_<field>_total`` (so counters the engine gains
-later appear without a change here), taken from the loop's last snapshot, so a scrape never waits for
-a forward pass. Gauges: pages by state (free, cached and unreferenced, in use; they sum to the pool),
-live requests by phase, the records kept. Histograms: time to first token and completion time, by
-the server's own clock of each request (from its arrival at the engine). Counters kept here:
-requests by finish reason, HTTP errors by status, engine failures by kind (``conformance`` when the
-online monitor rejected an event).
+later appear without a change here; ``num_failures`` becomes ``flightcheck_engine_failed_requests_total``,
+as the server's own ``flightcheck_engine_failures_total`` counts exceptions by kind), taken from the
+loop's last snapshot, so a scrape never waits for a forward pass. Gauges: pages by state (free, cached
+and unreferenced, in use; they sum to the pool), live requests by phase, the records kept. Histograms:
+time to first token and completion time, by the server's own clock of each request (from its arrival at
+the engine). Counters kept here: requests by finish reason, HTTP errors by status, engine failures by
+kind (``conformance`` when the online monitor rejected an event).
 """
 
 from __future__ import annotations
@@ -26,6 +27,17 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0)
 
 
+# Why renamed: ``num_failures`` (requests whose forward pass failed) would be ``flightcheck_engine_failures``,
+# the name the server's own counter of engine exceptions by kind already has (documented, scraped), and
+# one name must be one family: two HELP/TYPE blocks make the exposition invalid.
+_RENAMED = {"num_failures": "failed_requests"}
+
+
+def engine_metric_name(counter: str) -> str:
+    """The /metrics family of one of the scheduler's ``Counters`` fields (without ``_total``)."""
+    return f"flightcheck_engine_{_RENAMED.get(counter, counter.removeprefix('num_'))}"
+
+
 class _EngineCollector(Collector):
     def __init__(self, snapshot: Callable[[], object]) -> None:
         self._snapshot = snapshot
@@ -33,7 +45,7 @@ class _EngineCollector(Collector):
     def collect(self) -> Iterator[object]:
         snap = self._snapshot()
         for name, value in snap.counters.items():
-            family = CounterMetricFamily(f"flightcheck_engine_{name.removeprefix('num_')}",
+            family = CounterMetricFamily(engine_metric_name(name),
                                          f"the engine's counter {name} (impl/scheduler.py Counters)")
             family.add_metric([], value)
             yield family

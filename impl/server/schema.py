@@ -6,9 +6,11 @@ What pydantic cannot know (the prompt against the context, ``max_tokens`` agains
 the model name) is checked in :func:`sampling_of` and by the handlers, before anything is enqueued.
 
 Supported beyond the basics: ``stop`` (a string or up to 4), ``seed``, ``stream_options.include_usage``,
-``user`` (ignored), and one extension, ``ignore_eos`` (fixed-length outputs for benchmarks, as vLLM
-has it). ``n`` > 1, ``logprobs``, ``echo``, ``best_of``, ``suffix``, penalties and ``logit_bias`` are
-refused with a message saying so.
+``user`` (ignored), a message's ``content`` as a list of text parts (other parts are refused by name),
+and one extension, ``ignore_eos`` (fixed-length outputs for benchmarks, as vLLM has it). ``n`` > 1,
+``logprobs``, ``echo``, ``best_of``, ``suffix``, penalties and ``logit_bias`` are refused with a message
+saying so. Text that is not valid Unicode (a lone surrogate) and values nested deeper than
+``MAX_BODY_DEPTH`` are refused naming the field, before the models see them.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class CompletionRequest(_Common):
     """``POST /v1/completions``: ``prompt`` is text, a list of token ids, or a list of one of those."""
 
     prompt: Union[str, list[int], list[str], list[list[int]]]
-    max_tokens: int | None = Field(16, ge=1)
+    max_tokens: int | None = Field(None, ge=1)  # absent or null: COMPLETION_MAX_TOKENS, as OpenAI has it
     echo: Literal[False] = False
     logprobs: None = None
     best_of: int = Field(1, ge=1, le=1)
@@ -56,9 +58,36 @@ class CompletionRequest(_Common):
 
 
 class Message(_Strict):
+    """A chat message; ``content`` is text or OpenAI's list of parts, of which only text parts are taken
+    (``{"type": "text", "text": ...}``, joined with newlines, as vLLM joins them)."""
+
     role: Literal["system", "user", "assistant"]
-    content: str
+    content: Union[str, list[dict[str, Any]]]
     name: str | None = None
+
+    @property
+    def text(self) -> str:
+        content = self.content
+        return content if isinstance(content, str) else "\n".join(part["text"] for part in content)
+
+
+def check_content_parts(request: "ChatRequest") -> None:
+    """Refuses a content part that is not a text part, naming it (``messages.0.content.1``)."""
+    for i, message in enumerate(request.messages):
+        if isinstance(message.content, str):
+            continue
+        for j, part in enumerate(message.content):
+            where = f"messages.{i}.content.{j}"
+            kind = part.get("type")
+            if kind != "text":
+                what = f"a part of type {kind!r}" if isinstance(kind, str) else "a part without a string 'type'"
+                raise RequestError(f"{where} is {what}; only text parts ({{\"type\": \"text\", \"text\": ...}}) "
+                                   f"are supported: this model reads text only", where)
+            if not isinstance(part.get("text"), str):
+                raise RequestError(f"{where}.text: a text part needs a string 'text'", f"{where}.text")
+            extra = sorted(set(part) - {"type", "text"})
+            if extra:
+                raise RequestError(f"unknown field {where}.{extra[0]!r}", f"{where}.{extra[0]}")
 
 
 class ChatRequest(_Common):
@@ -77,6 +106,7 @@ _UNSUPPORTED = {"n": "n must be 1 (one choice per request)", "best_of": "best_of
                 "logprobs": "logprobs are not supported", "suffix": "suffix is not supported"}
 _UNIONS = {"prompt": "prompt must be a string, a list of token ids (integers), or a list of one of those",
            "stop": "stop must be a string or a list of strings"}
+_CONTENT_UNION = "must be a string or a list of content parts ({\"type\": \"text\", \"text\": ...})"
 
 
 class RequestError(ValueError):
@@ -91,10 +121,53 @@ def parse(model_class: type[_Common], body: Any) -> _Common:
     """The validated request, or a ``RequestError`` whose message and ``param`` name the first problem."""
     if not isinstance(body, dict):
         raise RequestError(f"the request body must be a JSON object, got {type(body).__name__}", None)
+    check_text_and_depth(body)
     try:
-        return model_class.model_validate(body)
+        request = model_class.model_validate(body)
     except ValidationError as error:
         raise _request_error(error) from None
+    if isinstance(request, ChatRequest):
+        check_content_parts(request)
+    return request
+
+
+# Why a depth limit: no OpenAI body nests deeper than a few levels, and an error message's repr() of a
+# value nested hundreds deep (JSON allows it up to Python's recursion limit) raises RecursionError.
+MAX_BODY_DEPTH = 32
+
+
+def check_text_and_depth(body: Any) -> None:
+    """Refuses text that is not valid Unicode and values nested beyond ``MAX_BODY_DEPTH``, naming where.
+
+    Why: JSON's ``\\ud800`` escapes decode to lone surrogates, which no tokenizer (nor UTF-8) can encode;
+    found here, they are a 400 naming the field rather than a 500 out of the tokenizer."""
+    stack: list[tuple[tuple[str, ...], Any]] = [((), body)]
+    while stack:
+        path, value = stack.pop()
+        if len(path) > MAX_BODY_DEPTH:
+            where = ".".join(path[:3]) + "..."
+            raise RequestError(f"{where} nests arrays or objects more than {MAX_BODY_DEPTH} levels deep", path[0])
+        if isinstance(value, str):
+            _check_unicode(value, ".".join(path), ".".join(path))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                _check_unicode(key, f"a key of {'.'.join(path) or 'the body'}", ".".join(path) or None)
+                stack.append((path + (key,), item))
+        elif isinstance(value, list):
+            # Why only containers and text: a prompt of token ids is a long list of integers.
+            stack.extend((path + (str(i),), item) for i, item in enumerate(value)
+                         if isinstance(item, (str, list, dict)))
+
+
+def _check_unicode(text: str, where: str, param: str | None) -> None:
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise RequestError(f"{where} is not valid Unicode text: it holds a lone surrogate "
+                           f"{text[error.start]!r} at character {error.start} (a \\ud800-\\udfff escape that is "
+                           f"not half of a pair)", param) from None
 
 
 def _request_error(error: ValidationError) -> RequestError:
@@ -107,6 +180,9 @@ def _request_error(error: ValidationError) -> RequestError:
         return RequestError(_UNIONS[param], param)
     if first["type"] == "extra_forbidden":
         return RequestError(f"unknown field {'.'.join(loc)!r}", ".".join(loc))
+    if loc[:1] == ["messages"] and len(loc) > 3 and loc[2] == "content" and first["type"] != "missing":
+        where = ".".join(loc[:3])  # the union's branch names (str, list[...]) are pydantic's, not the client's
+        return RequestError(f"{where} {_CONTENT_UNION}", where)
     where = ".".join(part for part in loc if not part.isdigit() or len(loc) > 1)
     value = first.get("input")
     shown = "" if first["type"] == "missing" else f", got {value!r}" if len(repr(value)) < 60 else ""
@@ -135,19 +211,32 @@ def stop_strings(request: _Common) -> tuple[str, ...]:
     return strings
 
 
-def sampling_of(request: _Common, num_prompt_tokens: int, context: int, *, has_tokenizer: bool) -> SamplingParams:
+COMPLETION_MAX_TOKENS = 16  # OpenAI's default for /v1/completions
+DEFAULT_MAX_TOKENS = 256     # the server's default cap for a chat that names no limit (``serve --default-max-tokens``)
+
+
+def sampling_of(request: _Common, num_prompt_tokens: int, context: int, *, has_tokenizer: bool,
+                default_max_tokens: int = DEFAULT_MAX_TOKENS) -> SamplingParams:
     """The engine's sampling settings, after the checks that need the prompt's length: the prompt fits
-    the context, and ``max_tokens`` (chat: ``max_completion_tokens`` too) fits what is left of it;
-    without ``max_tokens``, chat generates up to the context's end."""
+    the context, and ``max_tokens`` (chat: ``max_completion_tokens`` too) fits what is left of it.
+    Absent or null, ``max_tokens`` is 16 for a completion (OpenAI's default) and, for a chat,
+    ``default_max_tokens`` or what is left of the context if that is less.
+
+    Why a cap for chat: admission reserves pages for the prompt plus ``max_tokens``, and the ``openai``
+    client sends no limit by default, so an uncapped chat would reserve the whole context's pages."""
+    is_chat = isinstance(request, ChatRequest)
     if num_prompt_tokens > context:
-        field = "messages" if isinstance(request, ChatRequest) else "prompt"
+        field = "messages" if is_chat else "prompt"
         raise RequestError(f"{field} has {num_prompt_tokens} tokens, longer than the context of {context}", field)
     room = context - num_prompt_tokens
     field, max_tokens = "max_tokens", request.max_tokens
-    if isinstance(request, ChatRequest) and request.max_completion_tokens is not None:
+    if is_chat and request.max_completion_tokens is not None:
         field, max_tokens = "max_completion_tokens", request.max_completion_tokens
     if max_tokens is None:
-        max_tokens = room
+        if is_chat and room < 1:
+            raise RequestError(f"messages has {num_prompt_tokens} tokens, filling the context of {context}: "
+                               f"no room is left for a reply", "messages")
+        max_tokens = min(default_max_tokens, room) if is_chat else COMPLETION_MAX_TOKENS
     if max_tokens > room or room < 1:
         raise RequestError(f"{field} is {max_tokens}, but the prompt's {num_prompt_tokens} tokens leave room for "
                            f"{room} in the context of {context}", field)

@@ -33,6 +33,33 @@ def make_server(model, *, limits=None, history=256, **config):
     return Server(tiny_engine(model, **config), port=0, limits=limits, history=history).start()
 
 
+CHATML = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+
+
+def byte_tokenizer():
+    """A real ``GGUFTokenizer`` sized for the tiny model's 256 ids, built in milliseconds: SmolLM2's three
+    control tokens at 0-2 (``<|endoftext|>``, ``<|im_start|>``, ``<|im_end|>``), then one token a byte
+    (no merges), ChatML without a default system turn. Bytes 0-2 are left out (no test sends them)."""
+    from tokenizers import pre_tokenizers
+
+    from flightcheck.impl.tokenizer import GGUFTokenizer
+
+    dropped = {chr(256), chr(257), chr(258)}  # byte-level's characters for bytes 0, 1, 2
+    alphabet = sorted(set(pre_tokenizers.ByteLevel.alphabet()) - dropped)
+    tokens = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + alphabet
+    meta = {"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": "gpt2", "tokenizer.ggml.tokens": tokens,
+            "tokenizer.ggml.merges": [], "tokenizer.ggml.token_type": [3, 3, 3] + [1] * len(alphabet),
+            "tokenizer.ggml.eos_token_id": 2, "tokenizer.chat_template": CHATML}
+    return GGUFTokenizer.from_metadata(meta)
+
+
+def make_chat_server(model, *, limits=None, **config):
+    """The tiny model with :func:`byte_tokenizer`: chat and text prompts (random text out, no EOS)."""
+    config = EngineConfig(**{"num_pages": 256, **config})
+    engine = Engine(ModelRunner(model, num_pages=config.num_pages), byte_tokenizer(), config, model_name="tiny")
+    return Server(engine, port=0, limits=limits).start()
+
+
 @pytest.fixture()
 def server(model):
     srv = make_server(model)
@@ -87,5 +114,5 @@ def page_gauges(server):
     return {state: m[f'flightcheck_pages{{state="{state}"}}'] for state in ("free", "cached", "in_use")}
 
 
-__all__ = ["PROMPT", "Limits", "client", "make_server", "metrics", "page_gauges", "raw", "re", "tiny_engine",
-           "wait_for"]
+__all__ = ["PROMPT", "Limits", "byte_tokenizer", "client", "make_chat_server", "make_server", "metrics", "page_gauges",
+           "raw", "re", "tiny_engine", "wait_for"]

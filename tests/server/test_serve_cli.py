@@ -70,14 +70,20 @@ def test_serve_streams_tokens_writes_the_monitored_event_log_and_stops_on_sigint
     assert check.returncode == 0, check.stdout + check.stderr  # the log, offline, agrees with the spec too
 
 
-def test_serve_takes_prefix_coordination_and_records_it_in_the_log_header(tmp_path):
+def test_serve_takes_prefix_coordination_and_records_it_in_the_log_header_and_an_api_key(tmp_path):
+    import urllib.error
     import urllib.request
 
     events = tmp_path / "events.jsonl"
     proc, url = start(["--model", "tiny", "--port", "0", "--num-pages", "64", "--events", str(events),
-                       "--coordination", "prefix", "--min-shared-pages", "2"])
+                       "--coordination", "prefix", "--min-shared-pages", "2", "--api-key", "sk-cli"])
     try:
-        info = json.loads(urllib.request.urlopen(url + "/info", timeout=30).read())
+        info = json.loads(urllib.request.urlopen(url + "/info", timeout=30).read())  # open without the key
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url + "/v1/models", timeout=30)
+        assert refused.value.code == 401
+        keyed = urllib.request.Request(url + "/v1/models", headers={"Authorization": "Bearer sk-cli"})
+        assert json.loads(urllib.request.urlopen(keyed, timeout=30).read())["data"][0]["id"] == "tiny"
     finally:
         code, err = stop(proc)
     assert code == 0, err

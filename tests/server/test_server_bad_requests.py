@@ -1,9 +1,11 @@
 """Bad requests get a 4xx in OpenAI's error shape naming the field, nothing reaches the engine, and
 the server keeps serving. Bodies are sent raw (the ``openai`` client would refuse some of them)."""
 
+import re
+
 import pytest
 
-from tests.server.conftest import PROMPT, client, metrics, raw
+from tests.server.conftest import PROMPT, client, make_chat_server, metrics, raw
 
 OK = {"model": "tiny", "prompt": [1, 2, 3], "max_tokens": 2}
 
@@ -49,8 +51,6 @@ def body(**changes):
     (body(stream_options={"include_usage": "yes"}), 400, "stream_options.include_usage", "valid boolean"),
 ])
 def test_bad_completion_request_is_a_4xx_naming_the_field(server, payload, status, param, message):
-    import re
-
     got, reply = raw(server, "POST", "/v1/completions", payload)
     assert got == status, reply
     error = reply["error"]
@@ -89,3 +89,58 @@ def test_the_openai_client_sees_a_bad_request_error_with_the_param(server):
     with pytest.raises(NotFoundError) as info:
         client(server).completions.create(model="davinci", prompt=PROMPT)
     assert info.value.body["code"] == "model_not_found"
+
+
+@pytest.fixture(scope="module")
+def chat_server(model):
+    srv = make_chat_server(model)  # a tokenizer: text reaches it, unlike on the token-ids-only server
+    yield srv
+    srv.close()
+
+
+@pytest.mark.parametrize("path, payload, param", [
+    ("/v1/completions", b'{"model": "tiny", "prompt": "a\\ud800b", "max_tokens": 1}', "prompt"),
+    ("/v1/chat/completions", b'{"model": "tiny", "messages": [{"role": "user", "content": "a\\udfffb"}]}',
+     "messages.0.content"),
+    ("/v1/chat/completions", b'{"model": "tiny", "messages": [{"role": "user", "content": '
+                             b'[{"type": "text", "text": "\\ud83d"}]}]}', "messages.0.content.0.text"),
+], ids=["prompt", "content", "content-part"])
+def test_text_with_a_lone_surrogate_is_a_400_naming_the_field(chat_server, path, payload, param):
+    status, reply = raw(chat_server, "POST", path, payload)
+    assert status == 400, reply
+    assert reply["error"]["param"] == param and "lone surrogate" in reply["error"]["message"], reply
+    assert raw(chat_server, "POST", "/v1/completions", {"model": "tiny", "prompt": "ab", "max_tokens": 1})[0] == 200
+
+
+@pytest.mark.parametrize("payload", [
+    b"[" * 100_000,                                                                   # the parser recurses
+    b'{"model": "tiny", "prompt": [1], "user": ' + b"[" * 800 + b"]" * 800 + b"}",    # parsed; repr() recurses
+], ids=["100000-open-brackets", "a-field-800-deep"])
+def test_a_deeply_nested_body_is_a_400(server, payload):
+    status, reply = raw(server, "POST", "/v1/completions", payload)
+    assert status == 400 and re.search("nests arrays or objects", reply["error"]["message"]), reply
+
+
+def test_max_tokens_null_means_the_default_of_16_as_when_absent(server):
+    for payload in ({"model": "tiny", "prompt": [1, 2, 3], "max_tokens": None}, {"model": "tiny", "prompt": [1, 2, 3]}):
+        status, reply = raw(server, "POST", "/v1/completions", payload)
+        assert status == 200 and reply["usage"]["completion_tokens"] == 16, reply  # the tiny model has no EOS
+        assert reply["choices"][0]["finish_reason"] == "length"
+
+
+def test_text_content_parts_are_joined_and_other_parts_refused_by_name(chat_server):
+    def chat(content):
+        return raw(chat_server, "POST", "/v1/chat/completions", {"model": "tiny", "max_tokens": 2, "temperature": 0,
+                                                                 "messages": [{"role": "user", "content": content}]})
+
+    status, parts = chat([{"type": "text", "text": "Hello"}, {"type": "text", "text": "world"}])
+    assert status == 200, parts
+    assert parts["choices"][0]["token_ids"] == chat("Hello\nworld")[1]["choices"][0]["token_ids"]
+    assert parts["usage"]["prompt_tokens"] == chat("Hello\nworld")[1]["usage"]["prompt_tokens"]
+    status, reply = chat([{"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {"url": "x"}}])
+    assert status == 400 and reply["error"]["param"] == "messages.0.content.1", reply
+    assert "'image_url'" in reply["error"]["message"] and "only text parts" in reply["error"]["message"]
+    for bad, param in ((5, "messages.0.content"), ([{"type": "text"}], "messages.0.content.0.text"),
+                       ([{"type": "text", "text": "x", "cache": 1}], "messages.0.content.0.cache")):
+        status, reply = chat(bad)
+        assert status == 400 and reply["error"]["param"] == param, (bad, reply)

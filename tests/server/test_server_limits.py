@@ -107,13 +107,27 @@ def test_a_keep_alive_connection_is_closed_when_idle(strict):
     assert reply.startswith(b"HTTP/1.1 200")
 
 
-def test_connections_beyond_the_limit_get_a_503(model):
-    srv = make_server(model, limits=Limits(max_connections=3, header_timeout_s=30))
+def busy(server):
+    """A connection with a request in progress: its headers sent, its body promised and not yet sent."""
+    sock = connect(server)
+    sock.sendall(headers(200) + b'{"model": ')
+    return sock
+
+
+def test_at_the_limit_idle_connections_give_way_and_busy_ones_do_not(model):
+    # uvicorn answers 503 once the open connections reach the limit, the new one included: 3 + 1 here.
+    srv = make_server(model, limits=Limits(max_connections=4, header_timeout_s=30))
     try:
-        held = [connect(srv) for _ in range(3)]
+        idle = connect(srv)
+        held = [busy(srv) for _ in range(2)]
         wait_for(lambda: len(srv.uvicorn.server_state.connections) >= 3, "three open connections")
-        status, reply = raw(srv, "GET", "/health")
-        assert status == 503
+        # At the limit a new client is served: the connection idle longest is closed to make room.
+        assert raw(srv, "POST", "/v1/completions", OK)[0] == 200
+        assert read_reply(idle, timeout=10) == b""
+        # With every other connection busy there is nothing to give way: uvicorn's 503.
+        held.append(busy(srv))
+        wait_for(lambda: len(srv.uvicorn.server_state.connections) >= 3, "three busy connections")
+        assert raw(srv, "GET", "/health")[0] == 503
         for sock in held:
             sock.close()
         wait_for(lambda: raw(srv, "GET", "/health")[0] == 200, "the server to serve again")
@@ -121,7 +135,28 @@ def test_connections_beyond_the_limit_get_a_503(model):
         srv.close()
 
 
+def test_one_client_holds_at_most_its_share(model, caplog):
+    srv = make_server(model, limits=Limits(max_connections=64, max_connections_per_client=3, header_timeout_s=30))
+    try:
+        held = [busy(srv) for _ in range(3)]
+        wait_for(lambda: len(srv.uvicorn.server_state.connections) >= 3, "three busy connections")
+        with caplog.at_level("WARNING", logger="flightcheck.server"):
+            status, body = raw(srv, "GET", "/health")
+        assert status == 503 and body["error"]["code"] == "too_many_connections"
+        assert "at most 3 per client" in body["error"]["message"]
+        assert any("refused a connection from 127.0.0.1" in r.getMessage() for r in caplog.records)
+        held[0].close()
+        wait_for(lambda: raw(srv, "GET", "/health")[0] == 200, "a free place for this client")
+        idle = connect(srv)  # a fourth, idle: the next new connection takes its place
+        wait_for(lambda: len(srv.uvicorn.server_state.connections) >= 3, "three connections")
+        assert raw(srv, "GET", "/health")[0] == 200
+        assert read_reply(idle, timeout=10) == b""
+    finally:
+        srv.close()
+
+
 def test_limits_are_checked():
-    for bad in ({"max_body_bytes": 0}, {"body_timeout_s": 0}, {"header_timeout_s": -1}, {"max_connections": True}):
+    for bad in ({"max_body_bytes": 0}, {"body_timeout_s": 0}, {"header_timeout_s": -1}, {"max_connections": True},
+                {"default_max_tokens": 0}, {"max_connections_per_client": 0}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             Limits(**bad)

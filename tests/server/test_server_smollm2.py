@@ -25,6 +25,10 @@ class RecordingTokenizer:
         self.encode_threads.append(threading.current_thread().name)
         return self._tokenizer.encode(text)
 
+    def encode_messages(self, messages):
+        self.encode_threads.append(threading.current_thread().name)
+        return self._tokenizer.encode_messages(messages)
+
     def __getattr__(self, name):
         return getattr(self._tokenizer, name)
 
