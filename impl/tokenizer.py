@@ -68,6 +68,10 @@ class GGUFTokenizer:
         self.bos_id = bos_id
         self.chat_template = chat_template
         self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
+        # Why: the most characters one token can stand for bounds how long a text that fits a context can
+        # be, so a server refuses a prompt far too long before spending seconds tokenizing it. A byte-level
+        # BPE token's vocabulary string has a character per byte, and a byte is at most one character.
+        self.max_token_chars = max(len(t) for t in tokenizer.get_vocab(with_added_tokens=True))
 
     @classmethod
     def from_metadata(cls, meta: dict[str, Any]) -> "GGUFTokenizer":

@@ -205,18 +205,34 @@ class OpenAIApp:
                 raise RequestError("chat needs a model with a tokenizer; this one takes token ids "
                                    "(use /v1/completions with a list of token ids)", "messages")
             messages = [ChatMessage(m.role, m.text) for m in body.messages]
+            self._fits_before_tokenizing(sum(len(m.content) for m in messages), len(messages), "messages")
             # Why encode_messages: a message's text must stay text; "<|im_end|>" in it is not a marker.
             return await anyio.to_thread.run_sync(self.tokenizer.encode_messages, messages)
         prompt = prompt_parts(body)
         if isinstance(prompt, str):
             if self.tokenizer is None:
                 raise RequestError("a text prompt needs a model with a tokenizer; send a list of token ids", "prompt")
+            self._fits_before_tokenizing(len(prompt), 0, "prompt")
             return await anyio.to_thread.run_sync(self.tokenizer.encode, prompt)
         vocab = self.loop.engine.runner.vocab_size
         for i, token in enumerate(prompt):
             if not 0 <= token < vocab:
                 raise RequestError(f"prompt token {i} is {token}, not a token id in [0, {vocab})", "prompt")
         return list(prompt)
+
+    def _fits_before_tokenizing(self, num_chars: int, num_messages: int, param: str) -> None:
+        """Refuses text that cannot fit the context whatever its tokens, before it is tokenized: no token
+        spans more than the tokenizer's longest, and every chat message costs its turn's markers."""
+        most = self.context * self.tokenizer.max_token_chars
+        if num_chars > most:
+            raise RequestError(f"the {param} has {num_chars:,} characters; no text of more than {most:,} fits the "
+                               f"context of {self.context} tokens (a token spans at most "
+                               f"{self.tokenizer.max_token_chars} characters)", param)
+        if num_messages * MIN_TOKENS_PER_MESSAGE > self.context:
+            raise RequestError(f"the chat has {num_messages:,} messages; each takes at least "
+                               f"{MIN_TOKENS_PER_MESSAGE} tokens of markup, so at most "
+                               f"{self.context // MIN_TOKENS_PER_MESSAGE:,} fit the context of {self.context} "
+                               "tokens", param)
 
 
 class _ApiKeyGuard:
@@ -245,6 +261,11 @@ class _ApiKeyGuard:
 def _first_line(error: BaseException) -> str:
     text = str(error)
     return text.splitlines()[0] if text else type(error).__name__
+
+
+# Why 4: a ChatML turn is <|im_start|>, its role, a newline, <|im_end|> and a newline (5 tokens for an empty
+# message with SmolLM2's tokenizer); 4 is a floor even if the role and a newline merged into one token.
+MIN_TOKENS_PER_MESSAGE = 4
 
 
 def _param_of(error: EngineError) -> str | None:

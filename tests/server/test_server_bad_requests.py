@@ -144,3 +144,22 @@ def test_text_content_parts_are_joined_and_other_parts_refused_by_name(chat_serv
                        ([{"type": "text", "text": "x", "cache": 1}], "messages.0.content.0.cache")):
         status, reply = chat(bad)
         assert status == 400 and reply["error"]["param"] == param, (bad, reply)
+
+
+def test_text_that_cannot_fit_is_refused_before_it_is_tokenized(chat_server, monkeypatch):
+    tokenizer = chat_server.engine.tokenizer
+    most = chat_server.engine.context * tokenizer.max_token_chars
+    assert tokenizer.max_token_chars == len("<|endoftext|>")  # the longest entry of the byte tokenizer
+    calls = []
+    monkeypatch.setattr(type(tokenizer), "encode", lambda self, text: calls.append(len(text)) or [])
+    monkeypatch.setattr(type(tokenizer), "encode_messages", lambda self, messages: calls.append(len(messages)) or [])
+    status, reply = raw(chat_server, "POST", "/v1/completions", {"model": "tiny", "prompt": "a" * (most + 1)})
+    assert status == 400 and reply["error"]["param"] == "prompt", reply
+    assert f"{most + 1:,} characters; no text of more than {most:,} fits" in reply["error"]["message"]
+    many = chat_server.engine.context // 4 + 1
+    status, reply = raw(chat_server, "POST", "/v1/chat/completions",
+                        {"model": "tiny", "messages": [{"role": "user", "content": ""}] * many})
+    assert status == 400 and reply["error"]["param"] == "messages" and f"{many:,} messages" in reply["error"]["message"]
+    assert calls == []  # neither reached the tokenizer
+    status, reply = raw(chat_server, "POST", "/v1/completions", {"model": "tiny", "prompt": "a" * most})
+    assert status == 400 and calls == [most]  # at the bound it is tokenized (and then too long in tokens)
