@@ -7,9 +7,8 @@ import os
 from dataclasses import dataclass
 
 from flightcheck.impl.errors import InvalidConfigError, shown
+from flightcheck.impl.coordinator import COORDINATIONS  # the coordinator's own list, re-exported here
 from flightcheck.impl.pages import PAGE_SIZE
-
-COORDINATIONS = ("none", "single-flight", "prefix")
 RELEASE_POINTS = ("after-prefill", "on-completion")
 PUBLICATIONS = ("incremental", "on-completion")
 LEADER_LOSSES = ("release-all", "promote")
