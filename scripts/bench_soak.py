@@ -11,6 +11,12 @@ for both servers, and flightcheck's as a ratio to the peer's (the peer runs righ
     python scripts/bench_soak.py                                   # flightcheck, then the peer if installed
     python scripts/bench_soak.py --clients 32 --seconds 60 --peer-python .venv-peer/bin/python
     python scripts/bench_soak.py --no-peer --seconds 20
+    python scripts/bench_soak.py --no-peer --monitor                # and again under --monitor, then validate
+
+With ``--monitor`` flightcheck runs the same load a second time with ``serve --monitor --events FILE``
+(every event checked against the spec as it happens): the figures are compared as a ratio to the
+plain run, the monitor must have found nothing (/metrics' conformance failures 0), and the event log
+is then validated offline with ``flightcheck validate``, timed.
 
 The peer is llama-cpp-python's OpenAI-compatible server (``bash scripts/setup_bench_peer.sh`` builds
 it into .venv-peer); it serves one request at a time (``--interrupt_requests False`` so that a new
@@ -119,6 +125,7 @@ def page_check(url: str) -> dict:
     reasons = {k.split('"')[1]: v for k, v in samples.items() if k.startswith("flightcheck_requests_total")}
     return {"pages": pages, "live_requests": live, "finish_reasons": reasons,
             "followers_released": samples.get("flightcheck_engine_followers_released_total"),
+            "conformance_failures": samples.get('flightcheck_engine_failures_total{kind="conformance"}'),
             "recovered_tokens": samples.get("flightcheck_engine_recovered_tokens_total")}
 
 
@@ -150,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer-python", default=str(Path(__file__).resolve().parent.parent / ".venv-peer/bin/python"))
     parser.add_argument("--no-peer", action="store_true")
     parser.add_argument("--json", default="runs/soak.json")
+    parser.add_argument("--monitor", action="store_true", help="flightcheck again under serve --monitor, then validate")
     args = parser.parse_args(argv)
     if args.clients < 1 or args.seconds <= 0 or args.max_tokens < 1:
         parser.error("--clients >= 1, --seconds > 0 and --max-tokens >= 1 are required")
@@ -162,6 +170,24 @@ def main(argv: list[str] | None = None) -> int:
         [sys.executable, "-m", "flightcheck.checks.cli.app", "serve", "--model", "smollm2", "--port", str(port),
          "--max-running", str(args.max_running)], port, args, flightcheck=True)
     print("flightcheck:", json.dumps(results["flightcheck"], indent=1))
+    if args.monitor:
+        events = Path(args.json).with_suffix(".events.jsonl")
+        events.parent.mkdir(parents=True, exist_ok=True)
+        port = free_port()
+        monitored = run_server(
+            [sys.executable, "-m", "flightcheck.checks.cli.app", "serve", "--model", "smollm2", "--port", str(port),
+             "--max-running", str(args.max_running), "--monitor", "--events", str(events)], port, args, flightcheck=True)
+        started = time.perf_counter()
+        checked = subprocess.run([sys.executable, "-m", "flightcheck.checks.cli.app", "validate", str(events)],
+                                 capture_output=True, text=True)
+        monitored["validate"] = {"exit": checked.returncode, "seconds": time.perf_counter() - started,
+                                 "events": sum(1 for line in events.open() if '"action"' in line),
+                                 "said": (checked.stdout or checked.stderr).strip().splitlines()[-1:]}
+        plain = results["flightcheck"]
+        monitored["ratio_to_plain"] = {k: monitored[k] / plain[k] for k in ("requests_per_s", "tokens_per_s")
+                                       if plain.get(k)}
+        results["flightcheck --monitor"] = monitored
+        print("flightcheck --monitor:", json.dumps(monitored, indent=1))
     if not args.no_peer and os.path.exists(args.peer_python):
         port = free_port()
         results["llama-cpp-python"] = run_server(
@@ -177,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     ours = results["flightcheck"]
     after = ours["after"]
     ok = (ours["lost"] == 0 and ours["hung_clients"] == 0 and after["pages"]["in_use"] == 0 and after["live_requests"] == 0)
+    if args.monitor:
+        watched = results["flightcheck --monitor"]
+        ok = ok and watched["lost"] == 0 and watched["hung_clients"] == 0 and not watched["after"]["conformance_failures"] \
+            and watched["validate"]["exit"] == 0
     print("soak:", "passed" if ok else "FAILED", "(none lost or hung, every page back in the pool)" if ok else "")
     return 0 if ok else 1
 
