@@ -13,7 +13,9 @@ At a state ``s`` (an engine built by its own commands) with abstraction ``abs(s)
   first) is the command's own; the spec must be calm after it (a lost leader's flight settled in the same
   call); ``abs`` of the engine afterwards must equal the spec's state (ghost slots aside); and the
   engine's invariants (:meth:`~flightcheck.impl.engine.Engine.check_invariants`: the pool's partition,
-  reference counts equal to holders) must still hold. A refused termination notice (``notify``) must
+  reference counts equal to holders) must still hold, and so must its LRU contract, which the spec's
+  pool abstracts away (:mod:`~flightcheck.checks.symbolic.recency`: a page that gains a holder becomes
+  the most recently used; an eviction takes a least recently used leaf). A refused termination notice (``notify``) must
   raise ``UnknownRequestError`` with a ``notify`` event, exactly when the spec's coordinator would refuse it.
 
 Whatever fails is a :class:`Finding` with the spec's diagnosis: the slots that differ and the safety
@@ -32,6 +34,7 @@ from flightcheck.checks.conform.explain import violated
 from flightcheck.checks.conform.policy_map import policy_of
 from flightcheck.checks.conform.tracker import SpecTracker, lift_state
 from flightcheck.checks.symbolic.bound import Bound
+from flightcheck.checks.symbolic.recency import recency_problem, snapshot
 from flightcheck.checks.symbolic.harness import (UNKNOWN_ID, Command, Frozen, copy_engine, enabled_commands,
                                                  engine_guard, execute, freeze, thaw)
 from flightcheck.impl.errors import UnknownRequestError
@@ -41,7 +44,7 @@ from flightcheck.spec.model import Action
 @dataclass
 class Finding:
     """One failed obligation: the action it is about, its kind (``guard``, ``update``, ``event``,
-    ``settle``, ``invariant``, ``raised``), what happened, the engine command (None for a spec-enabled
+    ``settle``, ``invariant``, ``recency``, ``raised``), what happened, the engine command (None for a spec-enabled
     action the engine refuses), the spec action, the slots that differ ``(slot, spec, engine)`` and the
     safety properties the engine's state violates."""
 
@@ -282,4 +285,7 @@ def run_command(engine: Any, bound: Bound, namer: Namer, command: Command, tr: S
         after.check_invariants()
     except AssertionError as error:
         return fail("invariant", f"after {command} the engine's invariant fails: {error}", str(own[0]))
+    problem = recency_problem(snapshot(engine), after, events)
+    if problem is not None:
+        return fail("recency", f"after {command} the engine's LRU order is wrong: {problem}", str(own[0]))
     return after, [], taken
