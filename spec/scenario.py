@@ -26,17 +26,19 @@ For example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, get_args
 
+# Each policy's names, written once: the Policy fields are typed with these, and the tuples that commands,
+# checks and the validator read are derived from them.
 Coordination = Literal["single-flight", "prefix", "none"]
 Release = Literal["after-prefill", "on-completion"]
 Publication = Literal["incremental", "on-completion"]
 LeaderLoss = Literal["release-all", "promote"]
 
-COORDINATIONS: tuple[str, ...] = ("single-flight", "prefix", "none")
-RELEASES: tuple[str, ...] = ("after-prefill", "on-completion")
-PUBLICATIONS: tuple[str, ...] = ("incremental", "on-completion")
-LEADER_LOSSES: tuple[str, ...] = ("release-all", "promote")
+COORDINATIONS: tuple[str, ...] = get_args(Coordination)
+RELEASES: tuple[str, ...] = get_args(Release)
+PUBLICATIONS: tuple[str, ...] = get_args(Publication)
+LEADER_LOSSES: tuple[str, ...] = get_args(LeaderLoss)
 
 # Tokens per KV page, as in the engine (impl/pages.py; tests/spec/test_spec_model.py holds them equal).
 PAGE_TOKENS = 16
@@ -110,12 +112,12 @@ class Policy:
     the flight's new leader, and the others keep waiting.
     """
 
-    coordination: str = "single-flight"
-    release: str = "after-prefill"
-    publication: str = "incremental"
+    coordination: Coordination = "single-flight"
+    release: Release = "after-prefill"
+    publication: Publication = "incremental"
     capacity: int = 2
     chunk: int = 1
-    leader_loss: str = "release-all"
+    leader_loss: LeaderLoss = "release-all"
     prefix_caching: bool = True
     min_shared_pages: int = 1
 

@@ -26,11 +26,13 @@ from typing import Any, Optional
 import typer
 
 from flightcheck.checks.errors import check_choice, usage_error
-from flightcheck.spec.scenario import COORDINATIONS, LEADER_LOSSES, PUBLICATIONS, RELEASES, Policy
+from flightcheck.spec.scenario import Policy
 
-# The named choices of the string fields (Policy.__post_init__ checks the same tuples).
-CHOICES: dict[str, tuple[str, ...]] = {"coordination": COORDINATIONS, "release": RELEASES,
-                                       "publication": PUBLICATIONS, "leader_loss": LEADER_LOSSES}
+# The named choices of the string fields: the Literal each Policy field is typed with (the tuples
+# Policy.__post_init__ checks are derived from the same Literals).
+CHOICES: dict[str, tuple[str, ...]] = {
+    name: typing.get_args(kind) for name, kind in typing.get_type_hints(Policy).items()
+    if typing.get_origin(kind) is typing.Literal}
 HELP: dict[str, str] = {
     "capacity": "Running capacity.",
     "chunk": "Prefill chunk in pages.",
@@ -59,7 +61,8 @@ def policy_parameters(panel: str = PANEL) -> list[inspect.Parameter]:
                                   rich_help_panel=panel)
         elif kind is int:
             option = typer.Option(None, min=1, help=HELP.get(field.name, field.name), rich_help_panel=panel)
-        else:
+        else:  # a Literal: read as text, its choices checked by policy_changes (exit 2 naming the option)
+            kind = str
             option = typer.Option(None, help=" | ".join(CHOICES[field.name]), rich_help_panel=panel)
         params.append(inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=option,
                                         annotation=Optional[kind]))
