@@ -3,7 +3,8 @@
 Programs run against the real server on its sockets; with ``--controlled``, each seed's program runs
 under the controlled scheduler with that seed's schedule (a failure is shrunk with ``--shrink S``
 seconds and saved with ``--save DIR``). ``--replay`` takes either kind of file: a server program
-(``server-seedN.json``) or a schedule (``interleave-seedN.json``, which replays step for step).
+(``server-seedN.json``) or a schedule (``interleave-seedN.json``, which replays step for step, or with
+``--follow`` where its steps can still move: on code that changed since, such as the fix).
 
 Exit 0 when every property held, 1 when one failed (the violations are printed), 2 on a bad argument
 or a file that is neither.
@@ -15,6 +16,7 @@ For example::
     $ python -m flightcheck.checks.server --seeds 0 --mutant stream-left-open
     $ python -m flightcheck.checks.server --controlled --seeds 0-7 --mutant abort-raced-release --shrink 60 --save .
     $ python -m flightcheck.checks.server --replay interleave-seed0.json
+    $ python -m flightcheck.checks.server --replay interleave-seed0.json --follow   # on the fixed code
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shrink", type=float, default=0.0, metavar="S",
                         help="--controlled: seconds to shrink a failing schedule (default 0)")
     parser.add_argument("--save", metavar="DIR", help="--controlled: save failing schedules here")
+    parser.add_argument("--follow", action="store_true",
+                        help="--replay of a schedule: follow its actions where they can move and skip the others "
+                             "(for code that changed since it was recorded, e.g. the fix)")
     args = parser.parse_args(argv)
     if args.shrink < 0:
         print(f"error: --shrink {args.shrink:g}: seconds must be >= 0", file=sys.stderr)
@@ -65,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     with planted:
         try:
             if args.replay:
-                outcomes = [_replay_any(args.replay)]
+                outcomes = [_replay_any(args.replay, args.follow)]
             elif args.controlled:
                 outcomes = [_controlled(seed, args.shrink, args.save) for seed in seeds]
             else:
@@ -82,8 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
-def _replay_any(path: str) -> Any:
-    """The outcome of replaying ``path``: a schedule step for step, or a program on the sockets."""
+def _replay_any(path: str, follow: bool = False) -> Any:
+    """The outcome of replaying ``path``: a schedule step for step (or, with ``follow``, where its steps
+    can move), or a program on the sockets."""
     import json
     from pathlib import Path
 
@@ -95,7 +101,15 @@ def _replay_any(path: str) -> Any:
         is_schedule = json.loads(Path(path).read_text(encoding="utf-8")).get("format") == FORMAT
     except (OSError, UnicodeDecodeError, ValueError, AttributeError):
         is_schedule = False  # Program.load names what is wrong with it
-    return replay_schedule(Schedule.load(Path(path))) if is_schedule else replay(path)
+    if not is_schedule:
+        return replay(path)
+    schedule = Schedule.load(Path(path))
+    if follow:
+        from flightcheck.checks.server.controlled import run_schedule
+        from flightcheck.checks.server.schedule import Follow
+
+        return run_schedule(schedule.program, Follow(schedule.actions), origin=f"{schedule.origin}, followed")
+    return replay_schedule(schedule)
 
 
 def _controlled(seed: int, shrink_seconds: float, save: str | None) -> Any:

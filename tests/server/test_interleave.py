@@ -55,6 +55,7 @@ def test_each_planted_bug_fails_with_a_shrunk_schedule_that_replays(name, steps,
         assert again.properties == small.properties
         assert main(["--replay", str(path)]) == 1
     assert json.loads(path.read_text())["violations"][0]["property"] == prop
+    assert main(["--replay", str(path), "--follow"]) == 0  # the same schedule, followed on today's server
 
 
 def test_the_race_needs_its_interleaving():
