@@ -119,8 +119,11 @@ class EngineLoop:
 
     def call(self, fn: Callable[[Engine], Any], timeout: float | None = 60.0) -> Any:
         """Runs ``fn(engine)`` on the engine thread and returns its value (or raises its error)."""
+        # Why ``fn`` itself: ``_execute`` puts its value (or error) on ``reply``, once. Putting it here as
+        # well left a second item on a queue of one: after a caller that had timed out, the engine thread
+        # blocked on it for ever.
         reply: queue.Queue = queue.Queue(maxsize=1)
-        self._put(lambda engine: reply.put((True, fn(engine))), reply)
+        self._put(fn, reply)
         ok, value = reply.get(timeout=timeout)
         if not ok:
             raise value

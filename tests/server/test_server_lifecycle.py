@@ -126,3 +126,28 @@ def test_a_conformance_failure_is_logged_counted_and_fails_its_request(model, ca
         assert len(again.choices[0].token_ids) == 2
     finally:
         server.close()
+
+
+def test_a_call_that_timed_out_does_not_block_the_engine_thread(model):
+    """``EngineLoop.call`` gives up after its timeout; the engine thread must still finish the command
+    and go on (it once put the value twice on a queue of one and blocked on the second put for ever)."""
+    import queue
+
+    loop = EngineLoop(tiny_engine(model))  # not started: this test is the engine thread
+    with pytest.raises(queue.Empty):
+        loop.call(lambda engine: engine.has_unfinished(), timeout=0.01)  # nobody runs it in time
+    drained = threading.Thread(target=loop.drain, daemon=True)
+    drained.start()
+    drained.join(10)
+    assert not drained.is_alive(), "the engine thread blocked on the reply of a call nobody waits for"
+    # And a call that is answered still returns its value.
+    answer = threading.Thread(target=loop.drain, daemon=True)
+    got = []
+    asker = threading.Thread(target=lambda: got.append(loop.call(lambda engine: 41 + 1, timeout=10)), daemon=True)
+    asker.start()
+    while not loop.has_commands:
+        pass
+    answer.start()
+    asker.join(10)
+    answer.join(10)
+    assert got == [42]
