@@ -30,9 +30,11 @@ For example::
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from flightcheck.spec.expr import And, If, Sum, pick
+from flightcheck.spec.scenario import Request
 from flightcheck.spec.state import DECODE, NOT_CACHED, PREFILL, READY, View
 
 if TYPE_CHECKING:
@@ -44,11 +46,22 @@ def is_running(s: View, i: int) -> Any:
     return And(s.ph[i] >= PREFILL, s.ph[i] <= DECODE)
 
 
+@lru_cache(maxsize=1 << 14)
+def _decode_pages(r: Request) -> tuple[int, ...]:
+    """The pages ``r``'s decode steps have started after 0, 1, ... ``num_decode`` of them (every guard
+    and property that counts the pool asks, for every request: computed once per request shape)."""
+    return tuple(r.pages_after(d) - r.num_units for d in range(r.num_decode + 1))
+
+
+@lru_cache(maxsize=1 << 14)
+def _decode_starts(r: Request) -> tuple[int, ...]:
+    """Whether decode step ``d + 1`` of ``r`` starts a page (0 or 1), for each ``d``; 0 after the last."""
+    return tuple(r.pages_after(d + 1) - r.pages_after(d) for d in range(r.num_decode)) + (0,)
+
+
 def block_table(spec: FlightSpec, s: View, i: int) -> Any:
     """Pages in a running request's block table: its prefill units, plus the pages decode started."""
-    r = spec.scenario.requests[i]
-    extra = [r.pages_after(d) - r.num_units for d in range(r.num_decode + 1)]
-    return s.done[i] + pick(extra, s.dec[i])
+    return s.done[i] + pick(_decode_pages(spec.scenario.requests[i]), s.dec[i])
 
 
 def private_pages(spec: FlightSpec, s: View, i: int) -> Any:
@@ -92,9 +105,7 @@ def prefill_need(spec: FlightSpec, s: View, i: int) -> Any:
 
 def decode_need(spec: FlightSpec, s: View, i: int) -> Any:
     """Pages the next decode step of ``i`` allocates (0 or 1: whether its position starts a page)."""
-    r = spec.scenario.requests[i]
-    starts = [r.pages_after(d + 1) - r.pages_after(d) for d in range(r.num_decode)] + [0]
-    return pick(starts, s.dec[i])
+    return pick(_decode_starts(spec.scenario.requests[i]), s.dec[i])
 
 
 def next_need(spec: FlightSpec, s: View, i: int) -> Any:

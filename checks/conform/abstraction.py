@@ -121,12 +121,34 @@ def abstract_state(engine: Any, tracker: Any, witness: KVWitness | None = None) 
 
 def state_diff(spec: Any, expected: State, actual: State, *, ghosts: bool = False) -> list[tuple[str, int, int]]:
     """The slots where two states differ, as ``(slot name, expected, actual)``; ghosts skipped unless asked."""
-    names = spec.layout.slot_names()
+    if expected == actual:
+        return []
+    names = _slot_names(spec.layout)[0]
     return [(names[k], a, b) for k, (a, b) in enumerate(zip(expected, actual))
             if a != b and (ghosts or not names[k].startswith("g_"))]
 
 
 def without_ghosts(spec: Any, state: State) -> State:
     """``state`` with its ghost slots zeroed (what :func:`abstract_state` can observe)."""
-    names = spec.layout.slot_names()
-    return tuple(0 if names[k].startswith("g_") else v for k, v in enumerate(state))
+    ghosts = _slot_names(spec.layout)[1]
+    if not any(state[k] for k in ghosts):
+        return tuple(state)
+    out = list(state)
+    for k in ghosts:
+        out[k] = 0
+    return tuple(out)
+
+
+_NAMES: dict[int, tuple[Any, list[str], list[int]]] = {}
+
+
+def _slot_names(layout: Any) -> tuple[list[str], list[int]]:
+    """``layout.slot_names()`` and the ghost slots' positions, remembered per layout (the monitor asks at
+    every event)."""
+    known = _NAMES.get(id(layout))
+    if known is None or known[0] is not layout:
+        names = layout.slot_names()
+        if len(_NAMES) >= 64:
+            _NAMES.clear()
+        known = _NAMES[id(layout)] = (layout, names, [k for k, x in enumerate(names) if x.startswith("g_")])
+    return known[1], known[2]

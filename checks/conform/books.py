@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from flightcheck.checks.conform import fastcheck
 from flightcheck.checks.conform.abstraction import computed_pages
 from flightcheck.checks.conform.witness import chain_tags
 from flightcheck.impl.request import Phase
@@ -91,6 +92,7 @@ _END_REASONS = {Phase.FINISHED: ("eos", "stop", "length"), Phase.ABORTED: ("abor
 def _requests(sched: Any, name) -> list[str]:
     coord = sched.coordinator
     out = []
+    follows, waits = _listed_by(coord, "follower_request_ids"), _listed_by(coord, "via_request_ids")
     for rid, r in sched.requests.items():
         flight = coord.flights.get(r.flight_id) if r.flight_id is not None else None
         pending_leader = flight is not None and flight.leader_request_id == rid and not flight.is_leader_live
@@ -108,16 +110,15 @@ def _requests(sched: Any, name) -> list[str]:
                 out.append(f"{name(rid)} is {r.phase.value} but still reserves {r.num_pages_reserved} pages")
             if rid in coord.released_request_ids:
                 out.append(f"{name(rid)} is {r.phase.value} but still in the released set")
-            out += [f"{name(rid)} is {r.phase.value} but still follows flight {fid}"
-                    for fid, fl in coord.flights.items() if rid in fl.follower_request_ids]
+            out += [f"{name(rid)} is {r.phase.value} but still follows flight {fid}" for fid in follows.get(rid, [])]
         elif r.phase is Phase.BLOCKED:
             if r.block_table or r.num_pages_reserved:
                 out.append(f"{name(rid)} is blocked but holds pages {r.block_table} or reserves {r.num_pages_reserved}")
-            lists = [fid for fid, fl in coord.flights.items() if rid in fl.follower_request_ids]
+            lists = follows.get(rid, [])
             own = coord.flights.get(r.flight_id)
             via = own.via_flight_id if own is not None and own.leader_request_id == rid else None
             if via is not None:  # a leader waiting via another prompt's flight (prefix coordination)
-                waiting = [fid for fid, fl in coord.flights.items() if rid in fl.via_request_ids]
+                waiting = waits.get(rid, [])
                 if lists or waiting != [via]:
                     out.append(f"{name(rid)} waits via flight {via} but is listed by flights {lists} as a follower "
                                f"and by {waiting} as waiting via them")
@@ -125,6 +126,18 @@ def _requests(sched: Any, name) -> list[str]:
                 out.append(f"{name(rid)} is blocked on flight {r.flight_id} but listed by flights {lists}")
         elif r.phase is Phase.WAITING and r.num_pages_reserved:
             out.append(f"{name(rid)} is waiting but reserves {r.num_pages_reserved} pages")
+    return out
+
+
+def _listed_by(coord: Any, field: str) -> dict[Any, list]:
+    """Request ID -> the IDs of the flights whose ``field`` (followers, or leaders waiting via it) lists it,
+    in the flights' order (every request of a long run is looked up: one pass over the flights)."""
+    out: dict[Any, list] = {}
+    for fid, fl in coord.flights.items():
+        for rid in getattr(fl, field):
+            listed = out.setdefault(rid, [])
+            if fid not in listed:
+                listed.append(fid)
     return out
 
 
@@ -227,9 +240,16 @@ def kv_problems(sched: Any, witness: Any, name=str) -> list[str]:
     overwritten under a reader all show here, one sentence per request, at its first wrong position."""
     size = sched.page_size
     out = []
+    known = getattr(witness, "__dict__", {}).get("_chains", {})
+    chains: dict[int, tuple[tuple, list[int]]] = {}  # the running requests' sequences and their chain tags
     for r in sched.running:
         n = r.num_computed
-        expected = chain_tags((tuple(r.token_ids) + tuple(r.output_token_ids))[:n])
+        expected = _chain(known, chains, r)[:n]
+        table, tags = r.block_table, witness.tags
+        # Page by page first: the common case (every position right) costs one comparison a page.
+        if all(index < len(table) and (tags.get(table[index]) or [])[:len(expected[lo:lo + size])]
+               == expected[lo:lo + size] for index, lo in enumerate(range(0, len(expected), size))):
+            continue
         for p, tag in enumerate(expected):
             index = p // size
             page = r.block_table[index] if index < len(r.block_table) else None
@@ -238,7 +258,21 @@ def kv_problems(sched: Any, witness: Any, name=str) -> list[str]:
                 where = f"page {page} (index {index})" if page is not None else f"no page (index {index})"
                 out.append(f"{name(r.request_id)}'s position {p} in {where} does not hold the K/V of its own tokens")
                 break
+    if hasattr(witness, "__dict__"):
+        witness.__dict__["_chains"] = chains  # the next event extends them (a request's sequence only grows)
     return out
+
+
+def _chain(known: dict, chains: dict, r: Any) -> list[int]:
+    """:func:`chain_tags` of ``r``'s prompt and outputs, extended from what the last event computed."""
+    seq = tuple(r.token_ids) + tuple(r.output_token_ids)
+    old = known.get(r.request_id)
+    if old is not None and 0 < len(old[0]) <= len(seq) and seq[:len(old[0])] == old[0]:
+        tags = old[1] + chain_tags(seq[len(old[0]):], old[1][-1]) if len(seq) > len(old[0]) else old[1]
+    else:
+        tags = chain_tags(seq)
+    chains[r.request_id] = (seq, tags)
+    return tags
 
 
 def _figures(sched: Any, tracker: Any, expected: Any, name) -> list[str]:
@@ -261,7 +295,7 @@ def _figures(sched: Any, tracker: Any, expected: Any, name) -> list[str]:
         if r.num_pages_reserved + max(ahead, 0) != want_reserved:
             out.append(f"{name(rid)} reserves {r.num_pages_reserved} more pages (and planned {max(ahead, 0)}), "
                        f"the spec {want_reserved}")
-    free, want_free = sched.pool.num_free + planned, spec_pool.free_pages(spec, s)
+    free, want_free = sched.pool.num_free + planned, fastcheck.free_pages(spec, expected)
     if free != want_free:
         out.append(f"the pool has {sched.pool.num_free} free pages ({planned} more planned for this step), "
                    f"the spec {want_free}")

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from collections import deque
 
+from flightcheck.checks.conform import fastcheck
 from flightcheck.spec import pool
 from flightcheck.spec.describe import page_name
 from flightcheck.spec.model import Action, FlightSpec
-from flightcheck.spec.properties import safety_properties
+from flightcheck.spec import properties as spec_properties
 from flightcheck.spec.state import (
     ABSENT, BLOCKED, DECODE, FINISHED, NOT_CACHED, OPEN, PHASE_NAMES, PREFILL, READY, WAITING, State, View,
 )
@@ -212,15 +213,36 @@ _VIOLATED_SIZE = 1 << 16
 
 def violated(spec: FlightSpec, state: State) -> list[str]:
     """Names of the safety properties ``state`` violates (remembered per design, scenario, policy and
-    state: the monitor asks after every event, and runs of one scenario revisit the same states)."""
+    state: the monitor asks after every event, and runs of one scenario revisit the same states).
+
+    A property with a linear-time form (:mod:`~flightcheck.checks.conform.fastcheck`) is decided by it
+    when it holds; a violation is always named by the property's own definition."""
     key = (type(spec), spec.scenario, spec.policy, state)
     bad = _VIOLATED.get(key)
     if bad is None:
-        bad = [p.name for p in safety_properties(spec) if not p.holds(spec, state)]
+        bad = [p.name for p in _safety(spec) if not fastcheck.holds(p, spec, state) and not p.holds(spec, state)]
         if len(_VIOLATED) >= _VIOLATED_SIZE:
             _VIOLATED.clear()
         _VIOLATED[key] = bad
     return list(bad)
+
+
+_SAFETY: dict[int, tuple] = {}
+
+
+def _safety(spec: FlightSpec) -> list:
+    """:func:`~flightcheck.spec.properties.safety_properties` of ``spec``, remembered per spec object and
+    policy (which properties apply is static, but deciding it ranges over every pair of requests)."""
+    every = spec_properties.PROPERTIES
+    known = _SAFETY.get(id(spec))
+    if known is not None and known[0] is spec and known[1] == spec.policy and known[2] is every:
+        return known[3]
+    # safety_properties(spec), without deciding whether the "sometimes" properties apply (one does over every pair)
+    props = [p for p in every if p.kind == "always" and p.applies(spec)]
+    if len(_SAFETY) >= 64:
+        _SAFETY.clear()
+    _SAFETY[id(spec)] = (spec, spec.policy, every, props)  # the spec kept alive: its id is not reused while here
+    return props
 
 
 def lookahead(spec: FlightSpec, state: State, depth: int = 2) -> tuple[str, list[str]] | None:

@@ -56,6 +56,8 @@ class SpecTracker:
         self.key_slot: dict[str, tuple[int, int]] = {}
         self.prefixes: list[tuple[int, int, int]] = []  # the prompt tree grown from page keys
         self._tags: dict[int, list[int]] = {}
+        self._sharers_of: tuple[Any, dict[tuple[int, int], list[int]]] = (None, {})
+        self._page_keys: tuple[Any, dict[tuple[int, int], str | None]] = (None, {})
         self.last_action: Action | None = None
         self.next_index: int | None = None  # a fixed scenario's index for the next arrival (replay)
         if scenario is not None:
@@ -74,13 +76,26 @@ class SpecTracker:
         lay = self.spec.layout if self.spec is not None else None
         if lay is None or c >= len(lay.class_pages) or p >= len(lay.class_pages[c]):
             return [c]
-        k = lay.class_pages[c][p]
-        return [c] + [d for d, pages in enumerate(lay.class_pages) if d != c and p < len(pages) and pages[p] == k]
+        if self._sharers_of[0] is not lay:  # static per layout; the monitor asks for every page slot at every event
+            self._sharers_of = (lay, {})
+        known = self._sharers_of[1].get((c, p))
+        if known is None:
+            k = lay.class_pages[c][p]
+            known = self._sharers_of[1][c, p] = [c] + [d for d, pages in enumerate(lay.class_pages)
+                                                      if d != c and p < len(pages) and pages[p] == k]
+        return known
 
     def page_key(self, c: int, p: int) -> str | None:
         """The chained key of page ``p`` of class slot ``c``, when known (from any prompt that shares it:
         a shared parent may be named after a class none of whose requests has arrived yet)."""
-        return next((self.class_keys[d][p] for d in self._sharers(c, p) if p in self.class_keys.get(d, {})), None)
+        lay = self.spec.layout if self.spec is not None else None
+        if self._page_keys[0] is not lay or lay is None:  # known keys change only in learn_keys, which resets this
+            self._page_keys = (lay, {})
+        known = self._page_keys[1]
+        if (c, p) not in known:
+            known[c, p] = next((self.class_keys[d][p] for d in self._sharers(c, p) if p in self.class_keys.get(d, {})),
+                               None)
+        return known[c, p]
 
     def page_tags(self, c: int, p: int, size: int = PAGE_SIZE) -> list[int]:
         """The KV chain tags page ``p`` of class slot ``c`` must carry once computed."""
@@ -92,6 +107,7 @@ class SpecTracker:
     def learn_keys(self, c: int, keys: dict[int, str]) -> None:
         """Record page keys of class slot ``c`` (from the engine's request or a publish event)."""
         mine = self.class_keys.setdefault(c, {})
+        self._page_keys = (None, {})
         for p, key in keys.items():
             mine[p] = key
             self.key_slot[key] = (c, p)

@@ -20,13 +20,14 @@ from typing import Any, Sequence
 _ROOT_TAG = 0x5EED
 
 
-def chain_tags(token_ids: Sequence[int]) -> list[int]:
+def chain_tags(token_ids: Sequence[int], after: int = _ROOT_TAG) -> list[int]:
     """The KV identity of every position of a sequence: tag(p) = hash(tag(p - 1), token p).
 
     Two positions carry the same tag exactly when their whole prefixes agree (up to hash collisions),
-    which is what makes their K/V equal.
+    which is what makes their K/V equal. ``after`` is the tag before the first token (a sequence's
+    continuation: ``chain_tags(a + b) == chain_tags(a) + chain_tags(b, chain_tags(a)[-1])``).
     """
-    tags, prev = [], _ROOT_TAG
+    tags, prev = [], after
     for t in token_ids:
         prev = hash((prev, int(t)))
         tags.append(prev)
