@@ -6,6 +6,7 @@ For example::
     $ flightcheck mutate --out runs/mutate                     # every mutant of the four files; report.md, results.json
     $ flightcheck mutate --file impl/pages.py --list           # the mutants and their IDs, nothing run
     $ flightcheck mutate --id 'impl/coordinator.py::Coordinator.release::delete::...' --json
+    $ flightcheck mutate --quick --file impl/server/loop.py --sample 30 --seed 1   # the server stage's turn
     $ flightcheck mutate --min-score 0.95                      # exit 1 below 95%
 """
 
@@ -47,10 +48,13 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def mutate(
-        file: Optional[list[str]] = typer.Option(None, "--file", help="An engine file to mutate (repeatable; "
-                                                 "default impl/coordinator.py, impl/scheduler.py, impl/flights.py, impl/pages.py)."),
+        file: Optional[list[str]] = typer.Option(None, "--file", help="An engine file to mutate, impl/NAME.py or "
+                                                 "impl/server/NAME.py (repeatable; default impl/coordinator.py, "
+                                                 "impl/scheduler.py, impl/flights.py, impl/pages.py)."),
         stage: Optional[list[str]] = typer.Option(None, "--stage", help="A check stage MODULE:FUNCTION to run on "
-                                                  "each mutant (repeatable; default the engine stages of check)."),
+                                                  "each mutant (repeatable; default by file: the server stage for "
+                                                  "impl/server/, conform, engine and server for impl/engine.py and "
+                                                  "impl/runner.py, conform and engine for the rest)."),
         quick: bool = typer.Option(False, "--quick", help="Run the stages with quick=True (what check --quick runs)."),
         jobs: int = typer.Option(2, min=1, help="Mutants run at once, each in its own process (the embedded "
                                  "Dask cluster's threads, each waiting on one)."),
@@ -83,19 +87,22 @@ def register(app: typer.Typer) -> None:
                                                     "saved in a results.json or an interrupted run's results.jsonl "
                                                     "against today's mutants and equivalence file."),
     ) -> None:
-        """Mutate the engine (coordinator, scheduler, page pool), run the check stages on each mutant in its
-        own process, and report the mutation score, every survivor as a diff, and what killed the rest."""
+        """Mutate the engine (coordinator, scheduler, page pool; or any module of impl/ and impl/server/ named
+        with --file), run the check stages on each mutant in its own process, and report the mutation score,
+        every survivor as a diff, and what killed the rest."""
         from flightcheck.checks.mutate.equivalent import DEFAULT_PATH, load_equivalents
         from flightcheck.checks.mutate.operators import DEFAULT_OPERATORS, OPERATORS
-        from flightcheck.checks.mutate.plan import DEFAULT_FILES, plan, resolve_target
+        from flightcheck.checks.mutate.plan import DEFAULT_FILES, impl_digest, plan, resolve_target
         from flightcheck.checks.mutate.report import build_record, format_markdown, print_summary
-        from flightcheck.checks.mutate.runner import ENGINE_STAGES, RunOptions, default_timeout, run_baseline, run_mutants
+        from flightcheck.checks.mutate.runner import (RunOptions, default_timeout, run_baseline, run_mutants,
+                                                      stages_for_files, stages_of)
         from flightcheck.checks.cluster import ClusterError
         from flightcheck.checks.mutate.skips import DEBUG_FUNCTIONS
 
         console = Console(stderr=as_json)
-        stages = tuple(_check_stage(s) for s in (stage or ENGINE_STAGES))
+        given = tuple(_check_stage(s) for s in stage) if stage else None   # None: each file's own stages
         saved = _read_saved(from_results) if from_results is not None else None  # bad input first, before the plan
+        digest = impl_digest()   # the engine's sources as the mutants are generated from them
         try:
             targets = [resolve_target(f) for f in (file or DEFAULT_FILES)]
             ops = tuple(operator or DEFAULT_OPERATORS)
@@ -111,20 +118,23 @@ def register(app: typer.Typer) -> None:
         if list_only:
             _list(p, as_json, console)
             return
+        files = [t.file for t in targets]
+        stages = given if given is not None else stages_for_files(files)
+        opts = RunOptions(stages=given, quick=quick, jobs=jobs, timeout=timeout, all_rows=all_rows)
+        by_file = {f: list(stages_of(opts, f)) for f in files}
         if saved is not None:
             _report_saved(p, from_results, saved, out, as_json, console, min_score,
                           {"files": [t.file for t in targets], "operators": list(ops),
                            "equivalence_file": str(equivalent or DEFAULT_PATH)},
-                          {"stages": list(stages), "quick": quick})
+                          {"stages": list(stages), "stages_by_file": by_file, "quick": quick})
             return
-        opts = RunOptions(stages=stages, quick=quick, jobs=jobs, timeout=timeout, all_rows=all_rows)
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         base_seconds = 0.0
         if baseline:
             with console.status("baseline: the unmutated engine through the stages ..."):
-                base = run_baseline(opts)
+                base = run_baseline(opts, files)
             base_seconds = base.seconds
             failing = [r for r in base.rows if not r["ok"]]
             if base.status != "ok" or failing:
@@ -158,12 +168,19 @@ def register(app: typer.Typer) -> None:
         finally:
             if log is not None:
                 log.close()
+        changed = impl_digest() != digest
+        if changed:
+            console.print("[bold red]warning:[/] impl/ changed on disk during the run: each mutant carries its file "
+                          "as it was at the start, so some outcomes may come from mixing two versions; run again "
+                          "on a quiet tree", highlight=False)
         meta = {"command": "flightcheck mutate " + " ".join(shlex.quote(a) for a in sys.argv[2:]),
-                "date": datetime.date.today().isoformat(), "stages": list(stages), "quick": quick, "jobs": jobs,
+                "date": datetime.date.today().isoformat(), "stages": list(stages), "stages_by_file": by_file,
+                "quick": quick, "jobs": jobs,
                 "timeout": per_mutant, "all_rows": all_rows, "baseline_seconds": round(base_seconds, 2),
                 "seconds": round(time.perf_counter() - t0, 1), "files": [t.file for t in targets],
                 "operators": list(ops), "sample": sample, "seed": seed,
-                "equivalence_file": str(equivalent or DEFAULT_PATH)}
+                "equivalence_file": str(equivalent or DEFAULT_PATH),
+                "impl_digest": digest, **({"impl_changed_during_run": True} if changed else {})}
         record = build_record(p, outcomes, meta)
         if out is not None:
             (out / "results.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
@@ -220,6 +237,8 @@ def _report_saved(p, path: Path, read: tuple[list, dict], out: Optional[Path], a
         meta.update(seconds=round(sum(o.seconds for o in outcomes), 1), seconds_summed=True)
     meta.setdefault("command", "flightcheck mutate " + " ".join(shlex.quote(a) for a in sys.argv[2:]))
     meta.setdefault("date", datetime.date.today().isoformat())
+    if "stages" in saved_meta:   # a saved run's stages are its own: today's per-file choice would not match
+        run_meta = {k: v for k, v in run_meta.items() if k != "stages_by_file"}
     for key, value in run_meta.items():   # what the saved run ran, when a results.jsonl does not say
         meta.setdefault(key, value)
     p.to_run = [m for m in p.to_run if m.id in saved]

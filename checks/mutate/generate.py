@@ -31,7 +31,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, WhitespaceInclusivePositionProvider as Span
 
 from flightcheck.checks.mutate.operators import DEFAULT_OPERATORS, OPERATORS, applies
-from flightcheck.checks.mutate.skips import DEBUG_FUNCTIONS, children_rule, own_rule
+from flightcheck.checks.mutate.skips import DEBUG_FUNCTIONS, child_rules, children_rule, own_rule
 
 _MAX_SNIPPET = 100
 _INDENTED = (cst.BaseCompoundStatement, cst.SimpleStatementLine)
@@ -83,11 +83,13 @@ class _Collector(cst.CSTVisitor):
         self.names: list[str] = []
         self.num_functions = 0                  # how many function bodies enclose the node visited
         self.rules: list[str | None] = []       # one entry per visited node, popped on leave
+        self.marked: dict[int, str] = {}        # id(node) -> rule, for children a parent's rule names (child_rules)
         self.candidates: list[_Candidate] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         inherited = next((r for r in reversed(self.rules) if r is not None), None)
-        mine = own_rule(node, self.debug_functions)
+        mine = own_rule(node, self.debug_functions) or self.marked.pop(id(node), None)
+        self.marked.update(child_rules(node))
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             self.names.append(node.name.value)
         rule = inherited or mine

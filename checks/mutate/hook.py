@@ -6,6 +6,11 @@ anything imports the engine, it answers ``find_spec`` for exactly one module (fo
 mutated module is the only version of it that process ever imports; every other module loads as
 usual. Tracebacks show the mutated lines (the source is put in ``linecache``).
 
+A submodule of a package (``flightcheck.impl.server.app``) is served the same way: importing it imports
+its package first, and ``impl/server/__init__.py`` imports ``app`` and ``loop`` itself, so the hook must be
+on ``sys.meta_path`` before anything imports the package, as the worker does. A package's own
+``__init__.py`` (``flightcheck.impl.server``) is served as a package (:meth:`MutantFinder.is_package`).
+
 For example::
 
     >>> import sys
@@ -52,6 +57,11 @@ class MutantFinder(importlib.abc.MetaPathFinder, importlib.abc.InspectLoader):
         return importlib.util.spec_from_file_location(fullname, self.path, loader=self)
 
     # --- Loader -----------------------------------------------------------------------------------
+    def is_package(self, fullname: str) -> bool:
+        """Whether the module is a package (its file an ``__init__.py``, as ``impl/server/__init__.py``):
+        its spec then names its folder, so its submodules import from there as usual."""
+        return fullname == self.module and self.path.endswith("__init__.py")
+
     def get_source(self, fullname: str) -> str:
         """The mutated source."""
         return self.source

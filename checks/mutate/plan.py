@@ -1,9 +1,9 @@
 """Which mutants a run takes: the engine files, their mutants, the skipped and the equivalent, a sample.
 
-:func:`resolve_target` turns ``--file`` values (``impl/scheduler.py``, ``scheduler.py`` or
-``flightcheck.impl.scheduler``) into the module and file to mutate; :func:`plan` generates every
-mutant of each, marks those a skip rule or the equivalence file takes out, and picks the ones to run
-(all, or a seeded random sample, or the IDs asked for).
+:func:`resolve_target` turns ``--file`` values (``impl/scheduler.py``, ``scheduler.py``,
+``flightcheck.impl.scheduler``, or a module of the server: ``impl/server/app.py``) into the module and
+file to mutate; :func:`plan` generates every mutant of each, marks those a skip rule or the equivalence
+file takes out, and picks the ones to run (all, or a seeded random sample, or the IDs asked for).
 
 For example::
 
@@ -12,7 +12,7 @@ For example::
     >>> resolve_target("checks/cli/app.py")
     Traceback (most recent call last):
     ...
-    ValueError: --file must name a module of flightcheck.impl (impl/NAME.py); got 'checks/cli/app.py'
+    ValueError: --file must name a module of flightcheck.impl (impl/NAME.py or impl/server/NAME.py); got 'checks/cli/app.py'
 """
 
 from __future__ import annotations
@@ -40,23 +40,70 @@ class Target:
     file: str
 
 
+def _impl_dir() -> Path:
+    # Found without importing any engine module beyond the package itself (its __init__ loads BLAS only):
+    # resolving impl/server/app.py must not import the server package (uvicorn, the app) in this process.
+    spec = importlib.util.find_spec("flightcheck.impl")
+    assert spec is not None and spec.submodule_search_locations, "flightcheck.impl is a package"
+    return Path(list(spec.submodule_search_locations)[0])
+
+
 def resolve_target(name: str) -> Target:
-    """The engine module that ``name`` names; a ValueError for anything outside ``flightcheck.impl``."""
+    """The engine module that ``name`` names; a ValueError for anything outside ``flightcheck.impl``.
+
+    ``name`` is a file (``impl/NAME.py``, ``impl/server/NAME.py``, a path ending in either, or a bare
+    ``NAME.py`` of ``impl/``) or a module name (``flightcheck.impl.NAME``, ``flightcheck.impl.server.NAME``);
+    ``impl/server/__init__.py`` (module ``flightcheck.impl.server``) is the server package itself.
+
+    For example::
+
+        >>> t = resolve_target("impl/server/loop.py")
+        >>> t.module, t.file
+        ('flightcheck.impl.server.loop', 'impl/server/loop.py')
+        >>> resolve_target("flightcheck.impl.server.app").file
+        'impl/server/app.py'
+        >>> resolve_target("impl/server/__init__.py").module
+        'flightcheck.impl.server'
+    """
     text = name.strip()
+    error = ValueError(f"--file must name a module of flightcheck.impl (impl/NAME.py or impl/server/NAME.py); "
+                       f"got {name!r}")
     if text.endswith(".py"):
-        stem = Path(text).stem
-        parent = Path(text).parent.name
-        if parent not in ("", "impl"):
-            stem = ""
+        parts = Path(text).with_suffix("").parts
+        if len(parts) == 1:
+            rel = list(parts)                               # NAME.py: a module of impl/
+        elif "impl" in parts[:-1]:
+            rel = list(parts[len(parts) - 1 - parts[::-1].index("impl"):])   # what follows the last impl/
+            rel = rel[1:] if rel and rel[0] == "impl" else rel
+        else:
+            raise error
+        if rel and rel[-1] == "__init__":
+            rel = rel[:-1]
+    elif text.startswith("flightcheck.impl."):
+        rel = text.removeprefix("flightcheck.impl.").split(".")
     else:
-        stem = text.removeprefix("flightcheck.impl.") if text.startswith("flightcheck.impl.") else ""
-    if not stem or not stem.isidentifier():
-        raise ValueError(f"--file must name a module of flightcheck.impl (impl/NAME.py); got {name!r}")
-    module = f"flightcheck.impl.{stem}"
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        raise error
+    if not rel or len(rel) > 2 or (len(rel) == 2 and rel[0] != "server") or not all(p.isidentifier() for p in rel):
+        raise error
+    module = "flightcheck.impl." + ".".join(rel)
+    base = _impl_dir().joinpath(*rel)
+    path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+    if not path.is_file():
         raise ValueError(f"--file {name!r}: no engine module {module}")
-    return Target(module, spec.origin, f"impl/{stem}.py")
+    return Target(module, str(path), "impl/" + path.relative_to(_impl_dir()).as_posix())
+
+
+def impl_digest() -> str:
+    """A digest of every engine source file (``impl/**/*.py``): a run compares it before and after, since
+    each mutant carries a copy of its whole file taken at plan time, and a file edited meanwhile (the
+    mutated one or one it imports) makes the mutant a mix of two versions that fails for no bug of its own."""
+    import hashlib
+
+    root = _impl_dir()
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
 
 
 @dataclass

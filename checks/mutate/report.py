@@ -86,12 +86,24 @@ def _how(m: dict[str, Any]) -> tuple[str, str, str]:
     return rows, ", ".join(props) or best["detail"][:80], "" if best.get("run_length") is None else str(best["run_length"])
 
 
+def _stages_text(meta: dict[str, Any]) -> str:
+    """The stages run, and for which files when they differ by file (the server's modules run their own)."""
+    by_file = meta.get("stages_by_file")
+    groups: dict[tuple[str, ...], list[str]] = {}
+    if isinstance(by_file, dict):
+        for file, stages in by_file.items():
+            groups.setdefault(tuple(stages), []).append(file)
+    if len(groups) < 2:
+        return ", ".join(meta.get("stages", []))
+    return "; ".join(f"{', '.join(stages)} for {', '.join(files)}" for stages, files in groups.items())
+
+
 def format_markdown(record: dict[str, Any]) -> str:
     """The whole report as Markdown: score, tables, every survivor's diff, every kill's evidence."""
     meta, sc = record["meta"], record["score"]
     lines = ["# flightcheck mutate", "",
              f"- command: `{meta.get('command', '')}`", f"- date: {meta.get('date', '')}",
-             f"- stages: {', '.join(meta.get('stages', []))} (quick={meta.get('quick')})",
+             f"- stages: {_stages_text(meta)} (quick={meta.get('quick')})",
              f"- files: {', '.join(meta.get('files', []))}; operators: {', '.join(meta.get('operators', []))}",
              f"- mutants: {meta['generated']} generated, {meta['run']} run, {sc['skipped']} skipped up front, "
              f"{sc['equivalent']} recorded equivalent"
@@ -101,7 +113,10 @@ def format_markdown(record: dict[str, Any]) -> str:
               if meta.get("seconds_summed") else
               f"- time: {meta.get('seconds', 0):.0f} s with {meta.get('jobs')} jobs (baseline "
               f"{meta.get('baseline_seconds', 0):.1f} s, timeout {meta.get('timeout', 0):.0f} s per mutant)"),
-             *([f"- re-scored from: {meta['source']}"] if meta.get("source") else []), "",
+             *([f"- re-scored from: {meta['source']}"] if meta.get("source") else []),
+             *(["- **warning: impl/ changed on disk during the run** (each mutant carries its file as it was at "
+                "the start): outcomes may come from mixing two versions of the engine"]
+               if meta.get("impl_changed_during_run") else []), "",
              f"**Mutation score: {_score_text(sc['score'])}** ({sc['killed']} killed / "
              f"{sc['killed'] + sc['survived']}; {sc['survived']} survived; by status {sc['by_status']})", "",
              "## Per file", "", "| file | killed | survived | score |", "|---|---:|---:|---:|"]

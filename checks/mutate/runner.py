@@ -2,8 +2,9 @@
 
 The stages are named by import path (``module:function``), exactly as ``flightcheck check`` lists
 them, so the runner knows nothing of what they check: when a stage grows stronger, or a stage is
-added to :data:`ENGINE_STAGES`, ``mutate`` measures that. :func:`run_baseline` runs the stages on the
-unmutated engine first (a red baseline makes every mutant look killed); :func:`run_mutants` then
+added to :data:`ENGINE_STAGES`, ``mutate`` measures that. Which stages a mutant runs follows its file
+(:func:`stages_for`: the server's modules run :data:`SERVER_STAGES`) unless the run names them.
+:func:`run_baseline` runs the stages on the unmutated engine first (a red baseline makes every mutant look killed); :func:`run_mutants` then
 classifies each mutant from its process: a failed row, a crash or a timeout kills it.
 
 For example::
@@ -37,6 +38,49 @@ from flightcheck.checks.mutate.results import Kill, Outcome
 # conformance first (most kills take about a second), then the engine's guard/command pairs in a bound.
 ENGINE_STAGES: tuple[str, ...] = ("flightcheck.checks.suite.stages:conform_stage",
                                   "flightcheck.checks.suite.stages:engine_stage")
+# The server's modules (impl/server/) are imported by the server stage alone: seeded schedules under the
+# controlled scheduler, then seeded programs of HTTP clients against the real server on its sockets.
+SERVER_STAGES: tuple[str, ...] = ("flightcheck.checks.server.campaign:server_stage",)
+# The client API (impl/engine.py) and the forward pass (impl/runner.py): the engine stages first, then the
+# server stage, which reaches what they leave out (Engine.result and the event log's header, which the
+# server's log check reads; greedy outputs compared across batch shapes). Measured on a quick seeded sample
+# (2026-12-03): of the 15 mutants of the two files that survived conform and engine, the server stage
+# killed 4 (3 of impl/engine.py), at 6 to 9 s for each survivor. A mutant the engine stages kill never
+# runs it (the worker stops at the first failing stage).
+ENGINE_AND_SERVER_STAGES: tuple[str, ...] = ENGINE_STAGES + SERVER_STAGES
+FILE_STAGES: dict[str, tuple[str, ...]] = {"impl/engine.py": ENGINE_AND_SERVER_STAGES,
+                                           "impl/runner.py": ENGINE_AND_SERVER_STAGES}
+
+
+def stages_for(file: str) -> tuple[str, ...]:
+    """The stages a mutant of ``file`` (``impl/NAME.py`` as :class:`~.plan.Target` names it) runs when
+    ``--stage`` is not given: :data:`SERVER_STAGES` for the server's modules (``impl/server/``), whose code
+    the conform and engine stages never import; :data:`FILE_STAGES` for the files named there (the client
+    API and the forward pass: the engine stages, then the server stage); :data:`ENGINE_STAGES` for every
+    other engine module (the coordinator, the scheduler, the flights, the page pool: as before).
+
+    For example::
+
+        >>> stages_for("impl/server/loop.py") == SERVER_STAGES, stages_for("impl/pages.py") == ENGINE_STAGES
+        (True, True)
+        >>> [s.rpartition(":")[2] for s in stages_for("impl/engine.py")]
+        ['conform_stage', 'engine_stage', 'server_stage']
+    """
+    if file.startswith("impl/server/"):
+        return SERVER_STAGES
+    return FILE_STAGES.get(file, ENGINE_STAGES)
+
+
+def stages_for_files(files: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """Every stage a run over ``files`` needs, each once, in the order of :func:`stages_for` (the
+    baseline runs these on the unmutated engine).
+
+    For example::
+
+        >>> [s.rpartition(":")[2] for s in stages_for_files(["impl/pages.py", "impl/server/app.py"])]
+        ['conform_stage', 'engine_stage', 'server_stage']
+    """
+    return tuple(dict.fromkeys(s for f in files for s in stages_for(f))) or ENGINE_STAGES
 
 
 def default_timeout(baseline_seconds: float) -> float:
@@ -47,9 +91,10 @@ def default_timeout(baseline_seconds: float) -> float:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """What each mutant runs: the stages, their budget, how many at once, and the time limit."""
+    """What each mutant runs: the stages (None: those of its file, :func:`stages_for`), their budget, how
+    many at once, and the time limit."""
 
-    stages: tuple[str, ...] = ENGINE_STAGES
+    stages: tuple[str, ...] | None = None
     quick: bool = False
     jobs: int = 2
     timeout: float | None = None    # seconds per mutant; None: default_timeout(baseline)
@@ -121,10 +166,16 @@ def run_worker(job: dict[str, Any], timeout: float, jobs: int = 1) -> WorkerRun:
         return WorkerRun("ok", seconds, json.loads(result_path.read_text(encoding="utf-8")))
 
 
-def run_baseline(opts: RunOptions) -> WorkerRun:
+def stages_of(opts: RunOptions, file: str) -> tuple[str, ...]:
+    """The stages a mutant of ``file`` runs under ``opts``: those given, else those of its file."""
+    return opts.stages if opts.stages is not None else stages_for(file)
+
+
+def run_baseline(opts: RunOptions, files: list[str] | tuple[str, ...] = ()) -> WorkerRun:
     """The stages on the unmutated engine, in a worker like any mutant (timeout: 10 minutes or the
-    per-mutant one, whichever is longer)."""
-    job = {"module": None, "path": None, "source": None, "stages": list(opts.stages), "quick": opts.quick,
+    per-mutant one, whichever is longer): those given, else every stage the mutants of ``files`` run."""
+    stages = opts.stages if opts.stages is not None else stages_for_files(files)
+    job = {"module": None, "path": None, "source": None, "stages": list(stages), "quick": opts.quick,
            "all_rows": True}
     return run_worker(job, max(600.0, opts.timeout or 0.0), opts.jobs)
 
@@ -152,8 +203,8 @@ def classify(mutant: Mutant, run: WorkerRun) -> Outcome:
 
 def run_mutant(mutant: Mutant, path: str, opts: RunOptions, timeout: float) -> Outcome:
     """One mutant through one worker process."""
-    job = {"module": mutant.module, "path": path, "source": mutant.source, "stages": list(opts.stages),
-           "quick": opts.quick, "all_rows": opts.all_rows}
+    job = {"module": mutant.module, "path": path, "source": mutant.source,
+           "stages": list(stages_of(opts, mutant.file)), "quick": opts.quick, "all_rows": opts.all_rows}
     return classify(mutant, run_worker(job, timeout, opts.jobs))
 
 

@@ -31,3 +31,18 @@ def hidden_failure_stage(ctx):
     """Passes, yet carries a failure in its evidence (as a failure dropped while draining does)."""
     return [Row("fake", "hides", True, "ok", evidence={"failure": {"rules": ["step()"], "diagnosis": {
         "kind": "error", "summary": "the engine raised NameError during step", "properties": []}}})]
+
+
+def server_package_stage(ctx):
+    """Imports the server package (whose __init__ imports app and loop) and reports who loaded each
+    module and whether a mutant's marker (``MUTANT_MARK``) is in it."""
+    import sys
+
+    import flightcheck.impl.server  # noqa: F401
+
+    names = ("flightcheck.impl.server", "flightcheck.impl.server.app", "flightcheck.impl.server.loop")
+    return [Row("fake", name, True, type(sys.modules[name].__spec__.loader).__name__,
+                evidence={"marked": hasattr(sys.modules[name], "MUTANT_MARK"),
+                          "same_app": getattr(sys.modules["flightcheck.impl.server"], "OpenAIApp", None)
+                          is sys.modules["flightcheck.impl.server.app"].OpenAIApp})
+            for name in names]
