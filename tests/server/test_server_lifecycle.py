@@ -151,3 +151,19 @@ def test_a_call_that_timed_out_does_not_block_the_engine_thread(model):
     asker.join(10)
     answer.join(10)
     assert got == [42]
+
+
+def test_health_and_metrics_count_an_arrival_before_its_first_forward_pass(model):
+    """The snapshot /health and /metrics read is published after the engine thread drains its commands,
+    not only after a step: a request that just arrived is counted during the long prefill that follows."""
+    loop = EngineLoop(tiny_engine(model))  # not started: this test is the engine thread
+    asker = threading.Thread(target=lambda: loop.call(
+        lambda engine: engine.add_request(PROMPT, SamplingParams(max_tokens=4)), timeout=10), daemon=True)
+    asker.start()
+    while not loop.has_commands:
+        pass
+    loop.drain()
+    asker.join(10)
+    assert loop.snapshot.phases == {"waiting": 1} and loop.snapshot.counters  # no step has run yet
+    loop.advance()
+    assert "waiting" not in loop.snapshot.phases
