@@ -103,7 +103,16 @@ _UNSUPPORTED = {"n": "n must be 1 (one choice per request)", "best_of": "best_of
                 "presence_penalty": "presence_penalty is not supported (must be 0)",
                 "frequency_penalty": "frequency_penalty is not supported (must be 0)",
                 "logit_bias": "logit_bias is not supported", "echo": "echo is not supported",
-                "logprobs": "logprobs are not supported", "suffix": "suffix is not supported"}
+                "logprobs": "logprobs are not supported", "suffix": "suffix is not supported",
+                # OpenAI's fields this server does not implement: named as such, not as misspellings
+                "top_logprobs": "top_logprobs are not supported",
+                "response_format": "response_format is not supported (replies are plain text, unconstrained)",
+                "tools": "tools are not supported (no tool or function calling)",
+                "tool_choice": "tool_choice is not supported (no tool or function calling)",
+                "parallel_tool_calls": "parallel_tool_calls is not supported (no tool or function calling)",
+                "functions": "functions are not supported (no tool or function calling)",
+                "function_call": "function_call is not supported (no tool or function calling)",
+                "modalities": "modalities are not supported (text only)", "audio": "audio is not supported (text only)"}
 _UNIONS = {"prompt": "prompt must be a string, a list of token ids (integers), or a list of one of those",
            "stop": "stop must be a string or a list of strings"}
 _CONTENT_UNION = "must be a string or a list of content parts ({\"type\": \"text\", \"text\": ...})"

@@ -65,6 +65,12 @@ def test_bad_completion_request_is_a_4xx_naming_the_field(server, payload, statu
     ({"model": "tiny", "messages": [{"role": "robot", "content": "x"}]}, "messages.0.role", "input should be"),
     ({"model": "tiny", "messages": [{"role": "user"}]}, "messages.0.content", "field required"),
     ({"model": "tiny", "messages": "hi"}, "messages", "valid list"),
+    ({"model": "tiny", "messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}},
+     "response_format", "response_format is not supported"),
+    ({"model": "tiny", "messages": [{"role": "user", "content": "x"}], "tools": []}, "tools",
+     "no tool or function calling"),
+    ({"model": "tiny", "messages": [{"role": "user", "content": "x"}], "responce_format": {}}, "responce_format",
+     "unknown field"),  # a misspelling is still named as one
 ])
 def test_bad_chat_request_is_a_400_naming_the_field(server, payload, param, message):
     got, reply = raw(server, "POST", "/v1/chat/completions", payload)
