@@ -118,9 +118,9 @@ def dropped_follower(events):
     return events[:k] + [dict(events[k], followers=events[k]["followers"][1:])] + events[k + 1:]
 
 
-# Two planted events by default (an ordering and a membership mistake); FLIGHTCHECK_SLOW=1 plants all four.
+# One planted event by default (an admission before its release); FLIGHTCHECK_SLOW=1 plants all four.
 PLANTS = [admit_before_release, wrong_hit_pages, decode_after_finish, dropped_follower] if SLOW else \
-    [admit_before_release, dropped_follower]
+    [admit_before_release]
 
 
 @pytest.mark.parametrize("plant", PLANTS)
@@ -152,7 +152,7 @@ def _compare(spec, state, seen):
         assert fastcheck.free_pages(spec, state) == pool.free_pages(spec, s)
 
 
-@pytest.mark.parametrize("which", ["log", "prefix_log"])
+@pytest.mark.parametrize("which", ["log", "prefix_log"] if SLOW else ["prefix_log"])
 def test_fast_forms_agree_with_the_definitions_on_perturbed_states_of_a_long_run(which, request):
     events, header = request.getfixturevalue(which)
     tracker = SpecTracker(header_policy(header), num_pages=header["pool"]["num_pages"])

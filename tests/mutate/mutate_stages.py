@@ -46,3 +46,10 @@ def server_package_stage(ctx):
                           "same_app": getattr(sys.modules["flightcheck.impl.server"], "OpenAIApp", None)
                           is sys.modules["flightcheck.impl.server.app"].OpenAIApp})
             for name in names]
+
+
+def first_schedule_stage(ctx):
+    """The server stage's first controlled schedule alone, unshrunk (a short version of the stage)."""
+    from flightcheck.checks.server.interleave import interleave_rows
+
+    return interleave_rows(quick=True, seeds=[0], first_failure=True)

@@ -13,6 +13,7 @@ from flightcheck.checks.cli.app import app
 from flightcheck.checks.mutate import runner
 from flightcheck.checks.mutate.generate import generate
 from flightcheck.checks.mutate.plan import DEFAULT_FILES, plan, resolve_target
+from switches import SLOW  # noqa: E402
 from flightcheck.checks.mutate.runner import (ENGINE_STAGES, SERVER_STAGES, RunOptions, WorkerRun, run_baseline,
                                               run_mutant, stages_for, stages_for_files)
 
@@ -181,12 +182,14 @@ def test_logging_calls_and_metric_help_texts_are_skipped_with_their_rule():
     assert rules['yield GaugeMetricFamily("XXdemo_pagesXX", "pages by state", labels=["state"])'] is None
 
 
-def test_a_real_server_mutant_is_killed_by_the_server_stage():
-    """One mutant of impl/server/app.py through a worker with its file's stages (the server stage,
-    quick): the first schedule's stream ends without [DONE], and the row names the property."""
+def test_a_real_server_mutant_is_killed_by_the_server_stage(test_stages):
+    """One mutant of impl/server/app.py through a worker: the first schedule's stream ends without [DONE],
+    and the row names the property. By default the worker runs seed 0's schedule alone, unshrunk (a short
+    version); FLIGHTCHECK_SLOW=1 runs the file's own stages (the whole server stage, quick, shrinking)."""
     target = resolve_target("impl/server/app.py")
     mutant = plan([target], ids=(DONE_LOST,)).to_run[0]
-    outcome = run_mutant(mutant, target.path, RunOptions(quick=True, jobs=1), timeout=120)
+    stages = None if SLOW else ("mutate_stages:first_schedule_stage",)
+    outcome = run_mutant(mutant, target.path, RunOptions(stages=stages, quick=True, jobs=1), timeout=120)
     assert outcome.status == "failed", outcome
     assert outcome.imported is True
     kill = outcome.kills[0]

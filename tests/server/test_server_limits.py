@@ -114,32 +114,42 @@ def busy(server):
     return sock
 
 
+def in_flight(server, n):
+    """Waits until ``n`` requests are being handled (their headers read: no longer idle connections)."""
+    wait_for(lambda: len(server.uvicorn.server_state.tasks) >= n, f"{n} requests in flight")
+
+
 def test_at_the_limit_idle_connections_give_way_and_busy_ones_do_not(model):
     # uvicorn answers 503 once the open connections reach the limit, the new one included: 3 + 1 here.
     srv = make_server(model, limits=Limits(max_connections=4, header_timeout_s=30))
+    held = []
     try:
         idle = connect(srv)
-        held = [busy(srv) for _ in range(2)]
+        held += [busy(srv) for _ in range(2)]
+        in_flight(srv, 2)
         wait_for(lambda: len(srv.uvicorn.server_state.connections) >= 3, "three open connections")
         # At the limit a new client is served: the connection idle longest is closed to make room.
         assert raw(srv, "POST", "/v1/completions", OK)[0] == 200
         assert read_reply(idle, timeout=10) == b""
         # With every other connection busy there is nothing to give way: uvicorn's 503.
         held.append(busy(srv))
-        wait_for(lambda: len(srv.uvicorn.server_state.connections) >= 3, "three busy connections")
+        in_flight(srv, 3)
         assert raw(srv, "GET", "/health")[0] == 503
         for sock in held:
             sock.close()
         wait_for(lambda: raw(srv, "GET", "/health")[0] == 200, "the server to serve again")
     finally:
+        for sock in held:
+            sock.close()  # a request still waiting for its body would hold the shutdown for its grace period
         srv.close()
 
 
 def test_one_client_holds_at_most_its_share(model, caplog):
     srv = make_server(model, limits=Limits(max_connections=64, max_connections_per_client=3, header_timeout_s=30))
+    held = []
     try:
-        held = [busy(srv) for _ in range(3)]
-        wait_for(lambda: len(srv.uvicorn.server_state.connections) >= 3, "three busy connections")
+        held += [busy(srv) for _ in range(3)]
+        in_flight(srv, 3)
         with caplog.at_level("WARNING", logger="flightcheck.server"):
             status, body = raw(srv, "GET", "/health")
         assert status == 503 and body["error"]["code"] == "too_many_connections"
@@ -152,6 +162,8 @@ def test_one_client_holds_at_most_its_share(model, caplog):
         assert raw(srv, "GET", "/health")[0] == 200
         assert read_reply(idle, timeout=10) == b""
     finally:
+        for sock in held:
+            sock.close()
         srv.close()
 
 
