@@ -51,8 +51,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from flightcheck.checks.server.client import ProtocolViolation, Response, parse_sse
-from flightcheck.checks.server.harness import Outcome, Violation, Watcher, _check_outputs, _ClientRun, make_engine
-from flightcheck.checks.server.program import Client, Program
+from flightcheck.checks.server.harness import (
+    Outcome, Violation, Watcher, _check_outputs, _ClientRun, decodes_match, make_engine,
+)
+from flightcheck.checks.server.program import TAG_BASE, Client, Program
 from flightcheck.checks.server.schedule import Schedule
 
 MAX_STEPS = 20_000    # scheduler points in one run; a run that needs more is reported (it is not ending)
@@ -444,7 +446,7 @@ class _Run:
         live = {rid: r for rid, r in self.engine.scheduler.requests.items() if r.phase.is_live}
         for rid, r in sorted(live.items()):
             tag = r.sampling.seed
-            out.append(Violation("nothing_left_live", tag - 1000 if isinstance(tag, int) else None,
+            out.append(Violation("nothing_left_live", tag - TAG_BASE if isinstance(tag, int) else None,
                                  f"request {rid} is still {r.phase.value} when the run ends"))
         pool = self.engine.scheduler.pool
         in_use = sum(1 for p in pool.pages if p.ref_count > 0)
@@ -469,7 +471,7 @@ class _Run:
                 run.closed_at, run.live_at_close = float(sim.left_at or 0), False  # judged above, by rounds
             runs.append(run)
         out += _check_outputs(runs, self.watcher, results, stats)
-        out += _decodes_match(self.engine, results, self.watcher)
+        out += decodes_match(self.engine.events.events, results, self.watcher)
         stats["requests"] = len(self.watcher.requests)
         stats["aborted"] = sum(s.end == "abort" for s in self.watcher.requests.values())
         stats["events"] = len(self.actions_seen)
@@ -487,23 +489,6 @@ class _Run:
             self.loop.tick()
         self.loop.close()
         self.engine.events.close()
-
-
-def _decodes_match(engine: Any, results: dict[int, Any], watcher: Watcher) -> list[Violation]:
-    """``output_matches`` between the event log's decode tokens and each request's output."""
-    decodes: dict[int, list[int]] = {}
-    for e in engine.events.events:
-        if e["action"] == "decode":
-            decodes.setdefault(e["request"], []).append(e["token"])
-    out = []
-    for rid, result in results.items():
-        logged, output = decodes.get(rid, []), list(result.output_token_ids)
-        if logged and output[len(output) - len(logged):] != logged:
-            tag = watcher.requests[rid].tag if rid in watcher.requests else None
-            out.append(Violation("output_matches", tag - 1000 if isinstance(tag, int) else None,
-                                 f"the log's {len(logged)} decode token(s) of request {rid} are not the end of its "
-                                 f"output of {len(output)}"))
-    return out
 
 
 def run_schedule(program: Program, chooser: Callable[[list[str]], int], *, monitor: bool = True,

@@ -533,6 +533,12 @@ def _check_log(events_path: str, results: dict[int, Any], watcher: Watcher, stat
         elif e["action"] == "abort":
             aborted_in[e["phase"]] = aborted_in.get(e["phase"], 0) + 1
     stats["roles"], stats["aborted_in"] = roles, aborted_in
+    return out + decodes_match(events, results, watcher)
+
+
+def decodes_match(events: list[dict[str, Any]], results: dict[int, Any], watcher: Watcher) -> list[Violation]:
+    """``output_matches`` between the event log's decode tokens and each request's output."""
+    out: list[Violation] = []
     decodes: dict[int, list[int]] = {}
     for e in events:
         if e["action"] == "decode":
@@ -547,5 +553,5 @@ def _check_log(events_path: str, results: dict[int, Any], watcher: Watcher, stat
     return out
 
 
-__all__ = ["END_GRACE_S", "Outcome", "PROPERTIES", "TOKENS_AFTER_DISCONNECT", "Violation", "Watcher", "make_engine",
+__all__ = ["END_GRACE_S", "Outcome", "PROPERTIES", "decodes_match", "TOKENS_AFTER_DISCONNECT", "Violation", "Watcher", "make_engine",
            "run_program", "tiny_model"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -78,16 +78,18 @@ def abort_lost() -> contextlib.AbstractContextManager:
     return _patched(EngineLoop, "abort_soon", abort_soon)
 
 
-def follower_abort_lost() -> contextlib.AbstractContextManager:
-    """The engine loop drops the abort of a request whose role is follower (an abort lost in the race with
-    its flight's release: the client's disconnect is noticed, the abort never reaches the engine)."""
+def _lossy_abort_soon(loses: Callable[[Any, int], Callable[[Any], bool]]) -> contextlib.AbstractContextManager:
+    """``EngineLoop.abort_soon`` whose command, on the engine thread, drops the abort of a live request for
+    which ``loses(loop, request_id)`` (asked on the handler's side) returns true."""
     from flightcheck.impl.errors import UnknownRequestError
     from flightcheck.impl.server.loop import EngineLoop, ServerError
 
     def abort_soon(self: Any, request_id: int) -> None:
+        lost = loses(self, request_id)
+
         def abort(engine: Any) -> None:
             request = engine.scheduler.requests.get(request_id)
-            if request is not None and request.role == "follower":
+            if request is not None and lost(request):
                 return  # lost
             try:
                 engine.abort(request_id)
@@ -102,31 +104,22 @@ def follower_abort_lost() -> contextlib.AbstractContextManager:
     return _patched(EngineLoop, "abort_soon", abort_soon)
 
 
+def follower_abort_lost() -> contextlib.AbstractContextManager:
+    """The engine loop drops the abort of a request whose role is follower (an abort lost in the race with
+    its flight's release: the client's disconnect is noticed, the abort never reaches the engine)."""
+    return _lossy_abort_soon(lambda loop, request_id: lambda request: request.role == "follower")
+
+
 def abort_raced_release() -> contextlib.AbstractContextManager:
     """``EngineLoop.abort_soon`` reads the request's phase on the handler's side; its command aborts only
     if the phase has not changed since (a stale check-then-act: a release in between loses the abort)."""
-    from flightcheck.impl.errors import UnknownRequestError
-    from flightcheck.impl.server.loop import EngineLoop, ServerError
 
-    def abort_soon(self: Any, request_id: int) -> None:
-        record = self.engine.scheduler.requests.get(request_id)
+    def loses(loop: Any, request_id: int) -> Callable[[Any], bool]:
+        record = loop.engine.scheduler.requests.get(request_id)
         seen = None if record is None else record.phase
+        return lambda request: request.phase is not seen  # "it moved on since the handler looked"
 
-        def abort(engine: Any) -> None:
-            request = engine.scheduler.requests.get(request_id)
-            if request is None or request.phase is not seen:
-                return  # "it moved on since the handler looked": lost
-            try:
-                engine.abort(request_id)
-            except UnknownRequestError:
-                pass
-
-        try:
-            self._put(abort, None)
-        except ServerError:
-            pass
-
-    return _patched(EngineLoop, "abort_soon", abort_soon)
+    return _lossy_abort_soon(loses)
 
 
 # name -> (a context manager factory, the property the campaign must report)
