@@ -7,7 +7,7 @@ seconds and saved with ``--save DIR``). ``--replay`` takes either kind of file: 
 ``--follow`` where its steps can still move: on code that changed since, such as the fix).
 
 Exit 0 when every property held, 1 when one failed (the violations are printed), 2 on a bad argument
-or a file that is neither.
+or a file that is neither, 3 when flightcheck itself failed (its traceback written to a file).
 
 For example::
 
@@ -126,5 +126,17 @@ def _controlled(seed: int, shrink_seconds: float, save: str | None) -> Any:
     return outcome
 
 
+def run(argv: list[str] | None = None) -> int:
+    """:func:`main`, with a fault of flightcheck itself (anything else it lets escape) turned into one line
+    and exit 3, its traceback in a file: a crash never reads as a verdict (1)."""
+    from flightcheck.checks.faults import EXIT_FAULT, fault_message, write_traceback
+
+    try:
+        return main(argv)
+    except Exception as error:  # noqa: BLE001 - the campaign's own failures are rows; this is a fault
+        print(f"error: {fault_message(error, write_traceback(error))}", file=sys.stderr)
+        return EXIT_FAULT
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

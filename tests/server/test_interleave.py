@@ -95,3 +95,14 @@ def test_bad_and_diverging_schedules_are_refused(tmp_path, capsys):
     path = diverging.save(tmp_path / "diverging.json")
     assert main(["--replay", str(path)]) == 2
     assert "step 2" in capsys.readouterr().err
+
+
+def test_a_fault_of_the_campaign_itself_is_exit_3_not_a_verdict(tmp_path, monkeypatch, capsys):
+    import flightcheck.checks.server.interleave as interleave
+    from flightcheck.checks.server.__main__ import run
+
+    monkeypatch.setenv("FLIGHTCHECK_CRASH_DIR", str(tmp_path))
+    monkeypatch.setattr(interleave, "run_seed", lambda seed: {}["a bug of flightcheck's own"])
+    assert run(["--controlled", "--seeds", "0"]) == 3
+    err = capsys.readouterr().err
+    assert "a bug in flightcheck, not a verdict" in err and list(tmp_path.iterdir())
