@@ -1,7 +1,7 @@
 """Time to catch each of the project's engine mutants: the exhaustive engine check against the seeded
 conformance campaign, in the same run.
 
-    python scripts/bench_symbolic_catch.py [--seconds 120]
+    python scripts/bench_symbolic_catch.py [--seconds 120] [--mutants NAME ...]
 
 For each mutant of ``checks/conform/mutants.py`` that the engine check catches: the engine check at the
 smallest bound that exposes it (``check_engine(..., mutant=...)``, stopping at its first counterexample,
@@ -25,7 +25,8 @@ CAUGHT = {  # mutant -> the smallest bound at which the engine check exposes it
     "strand-followers": "1,3", "accept-unknown-termination": "1,3", "follower-admitted-early": "2,3",
     "unpinned-release": "2,3", "expire-forgets": "2,3", "admit-ignores-reservations": "2,3",
     "waiter-pins-leader-tail": "2,3", "waiter-unpinned": "2,3", "promote-loses-followers": "3,3",
-    "via-earliest-flight": "3,3",
+    "via-earliest-flight": "3,3", "lru-stale-hit": "2,3", "eos-ignored": "1,3", "stop-as-length": "1,3",
+    "evict-referenced": "3,4,branches",
 }
 ENGINE = ("import json, sys; from flightcheck.checks.symbolic.bound import parse_bound; "
           "from flightcheck.checks.symbolic.check import check_engine; "
@@ -46,11 +47,14 @@ def _timed(cmd: list[str], timeout: float) -> tuple[float, str]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=120.0)
+    ap.add_argument("--mutants", nargs="+", choices=list(CAUGHT), default=list(CAUGHT), help="only these")
     args = ap.parse_args()
-    print(f"{datetime.date.today()} · `python scripts/bench_symbolic_catch.py --seconds {args.seconds:g}`\n")
+    only = "" if args.mutants == list(CAUGHT) else " --mutants " + " ".join(args.mutants)
+    print(f"{datetime.date.today()} · `python scripts/bench_symbolic_catch.py --seconds {args.seconds:g}{only}`\n")
     print("| mutant | bound | engine check s | caught by | conform campaign s (peer) | campaign verdict | ratio |")
     print("|---|---|---:|---|---:|---|---:|")
-    for name, bound in CAUGHT.items():
+    for name in args.mutants:
+        bound = CAUGHT[name]
         e_s, e_out = _timed([sys.executable, "-c", ENGINE, bound, name], 600)
         with tempfile.TemporaryDirectory() as saved:  # the campaign's failing programs are not kept
             c_s, c_out = _timed([sys.executable, "-m", "flightcheck.checks.cli.app", "conform", "--mutant", name,

@@ -90,7 +90,7 @@ def _rows(bound: Bound, method: str, runs: list[Enumeration], mutant: str | None
             found = next(((path, f) for path, f in run.findings if f.action == name), None)
             if found is not None and row.counterexample is None:
                 path, finding = found
-                program = to_program(bound, run.config, path, finding.command)
+                program = to_program(bound, run.config, path, finding.command, finding.finishing)
                 row.counterexample = Counterexample(run.config, path, finding, program.to_json())
         if row.counterexample is not None:
             row.verdict = "counterexample"

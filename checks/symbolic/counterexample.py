@@ -22,6 +22,7 @@ For example::
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from flightcheck.checks.conform.program import Program, Setup, Template
@@ -52,8 +53,13 @@ def _client_op(engine: Any, command: Command) -> list[tuple]:
     return [("fault", "any", running.index(arg)), ("step", 1)]
 
 
-def to_program(bound: Bound, config: str, path: list[Command], failing: Command | None) -> Program:
-    """The conformance program standing for ``path`` then ``failing`` (see the module docstring)."""
+def to_program(bound: Bound, config: str, path: list[Command], failing: Command | None,
+               finishing: Any = None) -> Program:
+    """The conformance program standing for ``path`` then ``failing`` (see the module docstring).
+    ``finishing``: a finish-reason finding's context
+    (:class:`~flightcheck.checks.symbolic.finishing.Context`); the program then makes the failing
+    request's template end on EOS (the token the model emits first for it) or on a stop string (that
+    token twice), as the context does, so that its run meets the reason the engine got wrong."""
     setup = Setup(config=bound.config(config),
                   templates=tuple(Template(tuple(tokens), max_tokens, f"P{t}")
                                   for t, (tokens, max_tokens) in enumerate(bound.template_list)))
@@ -79,6 +85,11 @@ def to_program(bound: Bound, config: str, path: list[Command], failing: Command 
         except Exception:  # noqa: BLE001 -- the failing command may fail any way; the path before it conformed
             pass
     flush(max(computing, 1) if pending else 0)
+    if finishing is not None and failing is not None and failing.arg in engine.scheduler.requests:
+        tokens = engine.scheduler.requests[failing.arg].token_ids
+        t = next(k for k, (tpl, _m) in enumerate(bound.template_list) if tuple(tpl) == tuple(tokens))
+        setup = replace(setup, eos_template=t if finishing.eos else None,
+                        stop_template=t if finishing.stop == "match" else None)
     return Program(setup, tuple(ops))
 
 

@@ -15,7 +15,9 @@ At a state ``s`` (an engine built by its own commands) with abstraction ``abs(s)
   engine's invariants (:meth:`~flightcheck.impl.engine.Engine.check_invariants`: the pool's partition,
   reference counts equal to holders) must still hold, and so must its LRU contract, which the spec's
   pool abstracts away (:mod:`~flightcheck.checks.symbolic.recency`: a page that gains a holder becomes
-  the most recently used; an eviction takes a least recently used leaf). A refused termination notice (``notify``) must
+  the most recently used; an eviction takes a least recently used leaf), and at a ``finish`` its
+  finish-reason contract (:mod:`~flightcheck.checks.symbolic.finishing`: ``can_finish`` names EOS, a
+  stop string or length in their order of precedence, in every finishing context). A refused termination notice (``notify``) must
   raise ``UnknownRequestError`` with a ``notify`` event, exactly when the spec's coordinator would refuse it.
 
 Whatever fails is a :class:`Finding` with the spec's diagnosis: the slots that differ and the safety
@@ -34,6 +36,7 @@ from flightcheck.checks.conform.explain import violated
 from flightcheck.checks.conform.policy_map import policy_of
 from flightcheck.checks.conform.tracker import SpecTracker, lift_state
 from flightcheck.checks.symbolic.bound import Bound
+from flightcheck.checks.symbolic.finishing import finish_problem
 from flightcheck.checks.symbolic.recency import recency_problem, snapshot
 from flightcheck.checks.symbolic.harness import (UNKNOWN_ID, Command, Frozen, copy_engine, enabled_commands,
                                                  engine_guard, execute, freeze, thaw)
@@ -44,9 +47,10 @@ from flightcheck.spec.model import Action
 @dataclass
 class Finding:
     """One failed obligation: the action it is about, its kind (``guard``, ``update``, ``event``,
-    ``settle``, ``invariant``, ``recency``, ``raised``), what happened, the engine command (None for a spec-enabled
-    action the engine refuses), the spec action, the slots that differ ``(slot, spec, engine)`` and the
-    safety properties the engine's state violates."""
+    ``settle``, ``invariant``, ``recency``, ``finish-reason``, ``raised``), what happened, the engine command (None for a spec-enabled
+    action the engine refuses), the spec action, the slots that differ ``(slot, spec, engine)``, the
+    safety properties the engine's state violates and, for a ``finish-reason`` finding, the finishing
+    context it failed in."""
 
     action: str
     kind: str
@@ -55,6 +59,7 @@ class Finding:
     spec_action: str | None = None
     diff: list[tuple[str, int, int]] = field(default_factory=list)
     properties: list[str] = field(default_factory=list)
+    finishing: Any = None  # a finish-reason finding's Context (checks/symbolic/finishing.py)
 
     def format(self) -> str:
         """One line, then a line per differing slot."""
@@ -288,4 +293,12 @@ def run_command(engine: Any, bound: Bound, namer: Namer, command: Command, tr: S
     problem = recency_problem(snapshot(engine), after, events)
     if problem is not None:
         return fail("recency", f"after {command} the engine's LRU order is wrong: {problem}", str(own[0]))
+    if name == "finish":  # the reason, asked of the state before the command (on a copy of its own)
+        wrong = finish_problem(thaw(frozen) if frozen is not None else copy_engine(engine), command.arg)
+        if wrong is not None:
+            context, got = wrong
+            out = fail("finish-reason", f"in the context '{context}', can_finish({command.arg}) says {got!r}; the "
+                       f"contract says {context.expected()!r}", str(own[0]))
+            out[1][0].finishing = context
+            return out
     return after, [], taken

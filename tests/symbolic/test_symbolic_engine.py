@@ -33,16 +33,11 @@ CAUGHT = {
     "waiter-unpinned": ("2,3", "abort"),
     "promote-loses-followers": ("3,3", "abort"),
 }
-# Mistakes outside what the spec's state says: the check cannot see them, and says why. (Checked
-# 2026-12-03: the spec's evict guard takes any READY unreferenced leaf under pressure and keeps no
-# recency; its finish guard is "decoding", any time after the first token, and no slot holds a reason.
-# Besides, the harness itself never meets those mistakes' triggers: its engine has no EOS token, its
-# templates no stop strings, and its decode/finish guards do not read can_finish.)
-OUT_OF_REACH = {
-    "eos-ignored": "finish reasons (EOS, stop strings, length) are not in the spec's state; the finish row takes any "
-                   "stop, as the spec's finish does",
-    "stop-as-length": "finish reasons are not in the spec's state",
-}
+# Caught by the engine's own finish-reason contract (checks/symbolic/finishing.py), which the spec abstracts
+# away (its finish takes any stop and keeps no reason): asked of can_finish at the first decoding state, in
+# the simplest context that shows each mistake (an EOS output; a matched stop string). The program carries
+# the context (an EOS template, a stop template), so its conformance run fails under the mutant too.
+CAUGHT_BY_FINISH = {"eos-ignored": ("1,3", "eos"), "stop-as-length": ("1,3", "stop string matched")}
 # Caught only over the branching templates (checks/symbolic/bound.py, BRANCHES: A B +16 and A C +1, two
 # cached leaves under one parent): it needs a referenced cached leaf older than an unreferenced one under
 # memory pressure, and the default tree's shareable pages form one chain (P0 shares A; P1 and P2 share A
@@ -66,7 +61,7 @@ CAUGHT_BY_RECENCY = {"lru-stale-hit": ("2,3", "abort")}
 
 
 def test_every_mutant_is_either_caught_or_explained():
-    assert set(CAUGHT) | set(OUT_OF_REACH) | set(CAUGHT_ON_BRANCHES) | set(CAUGHT_BY_RECENCY) == set(MUTANTS)
+    assert set(CAUGHT) | set(CAUGHT_BY_FINISH) | set(CAUGHT_ON_BRANCHES) | set(CAUGHT_BY_RECENCY) == set(MUTANTS)
 
 
 def test_a_hit_that_does_not_refresh_its_page_breaks_the_lru_contract():
@@ -80,6 +75,42 @@ def test_a_hit_that_does_not_refresh_its_page_breaks_the_lru_contract():
     # The leader's abort releases its follower with pins on the published page: the pin is not a use.
     assert "page 0 gained holder(s) [1] but was not made recently used" in ce.finding.summary, ce.format()
     Program.from_json(ce.program)  # the clean engine passes this bound: test_the_clean_engine_passes_...
+
+
+@pytest.mark.parametrize("name", sorted(CAUGHT_BY_FINISH))
+def test_a_wrong_finish_reason_breaks_the_finish_contract(name):
+    bound_text, context = CAUGHT_BY_FINISH[name]
+    rows = check_engine(parse_bound(bound_text), mutant=name)
+    found = [r for r in rows if r.counterexample is not None]
+    assert [r.action for r in found] == ["finish"]
+    ce = found[0].counterexample
+    assert ce.finding.kind == "finish-reason" and str(ce.finding.finishing) == context, ce.format()
+    # The first state where a request decodes: one prefill of its two prompt pages, a publication, the other.
+    assert [str(c) for c in ce.path] == ["arrive(t0)", "admit()", "prefill(0)", "publish(0)", "prefill(0)"]
+    program = Program.from_json(ce.program)
+    assert (program.setup.eos_template, program.setup.stop_template) == ((0, None) if context == "eos" else (None, 0))
+    assert ce.replay.startswith("fails") and "visible_after_compute" in ce.replay, ce.replay
+    assert replay_program(program) == (False, "the conformance run of the program passes (the step's order does "
+                                              "not retrace the path)")  # the clean engine ends it right
+
+
+def test_the_finish_contract_holds_for_the_clean_engine_in_every_context():
+    from flightcheck.checks.symbolic.finishing import CONTEXTS, finish_problem
+
+    bound = Bound(1, 3)
+    eng = build_engine(bound, "single-flight")
+    for text in ("arrive 0", "admit", "prefill 0", "publish 0", "prefill 0"):
+        execute(eng, bound, _command(text))
+    assert len(CONTEXTS) == 36 and len(set(CONTEXTS)) == 36
+    assert [(str(c), c.expected()) for c in CONTEXTS[:7]] == [  # one factor at a time first
+        ("nothing", None), ("eos", "eos"), ("ignore_eos", None), ("stop string matched", "stop"),
+        ("stop string not matched", None), ("max_tokens reached", "length"), ("context full", "length")]
+    assert finish_problem(copy_engine(eng), 0) is None
+    # The contract's precedence: EOS before a stop string before length.
+    first = {str(c): c.expected() for c in CONTEXTS}
+    assert first["eos, stop string matched, max_tokens reached"] == "eos"
+    assert first["ignore_eos, stop string matched, context full"] == "stop"
+    assert first["eos, ignore_eos, stop string not matched, context full"] == "length"
 
 
 def test_the_clean_engine_passes_at_the_default_bound():
