@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from flightcheck.checks.conform.schema import POLICY
 from flightcheck.checks.inputs import (MAX_PATH_ACTIONS, MAX_SHOWN_CHARS, STR, InputError, check_fields, list_of,
@@ -221,82 +221,120 @@ class _Driver:
         return self.sched.requests[self.engine_id[i]]
 
     def run(self, action: Action) -> str | None:
-        """Take ``action`` in the engine; returns why the engine cannot, or None."""
+        """Take ``action`` in the engine, by its entry of :data:`RUN`; returns why the engine cannot, or None."""
+        if action.name not in ("arrive", "notify", "evict") and action.arg not in self.engine_id:
+            return f"r{action.arg} never arrived in the engine"
+        return RUN[action.name](self, action)
+
+    # --- each action through the engine's own guard and command (RUN) ---------------------------------------
+    def _arrive(self, action: Action) -> str | None:
         from flightcheck.impl.sampling import SamplingParams
 
-        name, i = action.name, action.arg
-        sched, eng = self.sched, self.engine
-        if name == "arrive":
-            r = self.scenario.requests[i]
-            self.monitor.tracker.next_index = i
-            self.engine_id[i] = eng.add_request(self.tokens[r.cls], SamplingParams(max_tokens=r.num_decode + 1))
-            return None
-        if name == "notify":
-            rid = self.engine_id.get(i, 10_000 + i)
-            try:
-                eng.notify_termination(rid)
-            except ConformanceError:
-                raise
-            except Exception as error:
-                return f"rejected: {type(error).__name__}"
-            return "accepted"
-        if name == "evict":
-            c, p = self.monitor.spec.layout.page_slots[action.arg]
-            key = self.monitor.tracker.page_key(c, p)
-            victim = sched.can_evict()
-            if victim is None or sched.pool.pages[victim].key != key:
-                return "the engine's LRU victim is another page" if victim is not None else "nothing evictable"
-            sched.evict(victim)
-            return None
-        if i not in self.engine_id:
-            return f"r{i} never arrived in the engine"
-        req = self.request(i)
-        if name == "admit":
-            admission = sched.can_admit()
-            if admission is None:
-                return "can_admit() is false"
-            if admission.request is not req:
-                return "the engine admits the first waiting request that fits, which is another request"
-            sched.admit(admission)
-        elif name == "prefill":
-            if not sched.can_prefill(req):
-                return "can_prefill() is false"
-            work = sched.plan_prefill(req, self.policy.chunk)
-            sched.prefill(work, sched.forward([work])[0])
-        elif name == "decode":
-            if not sched.can_decode(req) or len(req.output_token_ids) >= req.sampling.max_tokens:
-                return "the request has no decode step left"
-            work = sched.plan_decode(req)
-            sched.decode(work, sched.forward([work])[0])
-        elif name == "publish":
-            if not sched.can_publish(req):
-                return "can_publish() is false"
-            sched.publish(req)
-        elif name == "release":
-            flight_id = self.monitor.tracker.flight_id(i)
-            if flight_id is None or not sched.can_release(flight_id):
-                return "can_release() is false"
-            sched.release(flight_id, "after-prefill")
-        elif name == "promote":
-            return "the engine promotes only in the call that loses the leader"
-        elif name == "expire":
-            if not sched.can_expire(self.engine_id[i]):
-                return "can_expire() is false"
-            sched.expire(self.engine_id[i])
-        elif name == "fail":
-            if not sched.can_fail(req):
-                return "can_fail() is false"
-            sched.fail(req, "failed by replay")
-        elif name == "finish":
-            if not sched.can_decode(req):
-                return f"the request is {req.phase.value}, not decode"
-            reason = sched.can_finish(req)
-            if reason is None:  # the spec's finish stands for any stop the client or the model can make
-                self.monitor.validator.forced_finishes.add(self.engine_id[i])
-            sched.finish(req, reason or "stop")
-        elif name == "abort":
-            eng.abort(self.engine_id[i])
+        i = action.arg
+        r = self.scenario.requests[i]
+        self.monitor.tracker.next_index = i
+        self.engine_id[i] = self.engine.add_request(self.tokens[r.cls], SamplingParams(max_tokens=r.num_decode + 1))
         return None
+
+    def _notify(self, action: Action) -> str | None:
+        rid = self.engine_id.get(action.arg, 10_000 + action.arg)  # an ID never issued stands for an unknown one
+        try:
+            self.engine.notify_termination(rid)
+        except ConformanceError:
+            raise
+        except Exception as error:
+            return f"rejected: {type(error).__name__}"
+        return "accepted"
+
+    def _evict(self, action: Action) -> str | None:
+        sched = self.sched
+        c, p = self.monitor.spec.layout.page_slots[action.arg]
+        key = self.monitor.tracker.page_key(c, p)
+        victim = sched.can_evict()
+        if victim is None or sched.pool.pages[victim].key != key:
+            return "the engine's LRU victim is another page" if victim is not None else "nothing evictable"
+        sched.evict(victim)
+        return None
+
+    def _admit(self, action: Action) -> str | None:
+        admission = self.sched.can_admit()
+        if admission is None:
+            return "can_admit() is false"
+        if admission.request is not self.request(action.arg):
+            return "the engine admits the first waiting request that fits, which is another request"
+        self.sched.admit(admission)
+        return None
+
+    def _prefill(self, action: Action) -> str | None:
+        sched, req = self.sched, self.request(action.arg)
+        if not sched.can_prefill(req):
+            return "can_prefill() is false"
+        work = sched.plan_prefill(req, self.policy.chunk)
+        sched.prefill(work, sched.forward([work])[0])
+        return None
+
+    def _decode(self, action: Action) -> str | None:
+        sched, req = self.sched, self.request(action.arg)
+        if not sched.can_decode(req) or len(req.output_token_ids) >= req.sampling.max_tokens:
+            return "the request has no decode step left"
+        work = sched.plan_decode(req)
+        sched.decode(work, sched.forward([work])[0])
+        return None
+
+    def _publish(self, action: Action) -> str | None:
+        req = self.request(action.arg)
+        if not self.sched.can_publish(req):
+            return "can_publish() is false"
+        self.sched.publish(req)
+        return None
+
+    def _release(self, action: Action) -> str | None:
+        flight_id = self.monitor.tracker.flight_id(action.arg)
+        if flight_id is None or not self.sched.can_release(flight_id):
+            return "can_release() is false"
+        self.sched.release(flight_id, "after-prefill")
+        return None
+
+    def _promote(self, action: Action) -> str | None:
+        return "the engine promotes only in the call that loses the leader"
+
+    def _expire(self, action: Action) -> str | None:
+        rid = self.engine_id[action.arg]
+        if not self.sched.can_expire(rid):
+            return "can_expire() is false"
+        self.sched.expire(rid)
+        return None
+
+    def _fail(self, action: Action) -> str | None:
+        req = self.request(action.arg)
+        if not self.sched.can_fail(req):
+            return "can_fail() is false"
+        self.sched.fail(req, "failed by replay")
+        return None
+
+    def _finish(self, action: Action) -> str | None:
+        sched, req = self.sched, self.request(action.arg)
+        if not sched.can_decode(req):
+            return f"the request is {req.phase.value}, not decode"
+        reason = sched.can_finish(req)
+        if reason is None:  # the spec's finish stands for any stop the client or the model can make
+            self.monitor.validator.forced_finishes.add(self.engine_id[action.arg])
+        sched.finish(req, reason or "stop")
+        return None
+
+    def _abort(self, action: Action) -> str | None:
+        self.engine.abort(self.engine_id[action.arg])
+        return None
+
+
+# How the replay takes each spec action in the engine, one entry per spec action (tests/test_registries.py
+# holds the keys equal to the spec's action names).
+RUN: dict[str, Callable[[_Driver, Action], str | None]] = {
+    "arrive": _Driver._arrive, "admit": _Driver._admit, "prefill": _Driver._prefill, "publish": _Driver._publish,
+    "release": _Driver._release, "promote": _Driver._promote, "decode": _Driver._decode,
+    "finish": _Driver._finish, "evict": _Driver._evict, "abort": _Driver._abort, "notify": _Driver._notify,
+    "expire": _Driver._expire, "fail": _Driver._fail,
+}
 
 
 def replay(actions: list[str], scenario: Scenario, policy: Policy | None = None, *,

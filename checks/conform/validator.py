@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from flightcheck.checks.conform.abstraction import abstract_state, state_diff, without_ghosts
 from flightcheck.checks.conform.books import engine_books, finish_problems, planned_pages
@@ -217,92 +217,130 @@ class TraceValidator:
             self._fail("payload", f"{action}: the role differs", event, action, before, reasons, props)
 
     def _check_payload(self, event: dict, action: Action, before: State, after: State) -> None:
+        """The event's details against the spec's step, by its action's entry of :data:`PAYLOAD`."""
         spec, n, i = self.spec, action.name, action.arg
-        b, a = spec.view(before), spec.view(after)
-        r: list[str] = []
-        if n == "admit":
-            if event.get("hit_pages") != a.hit[i]:
-                r.append(f"hit_pages: engine {event.get('hit_pages')}, spec {a.hit[i]}")
-            elif "recovered_tokens" in event and event["recovered_tokens"] != a.hit[i] * PAGE_SIZE:
-                r.append(f"recovered_tokens: engine {event['recovered_tokens']}, spec {a.hit[i] * PAGE_SIZE}")
-        elif n == "prefill":
-            length = self.prompt_tokens.get(self.tracker.engine_of.get(i))  # a run draws its own tail lengths
-            if event.get("num_units") != a.done[i] - b.done[i]:
-                r.append(f"num_units: engine {event.get('num_units')}, spec {a.done[i] - b.done[i]}")
-            if bool(event.get("first_token")) != (a.ph[i] == DECODE):
-                r.append(f"first_token: engine {event.get('first_token')}, spec {a.ph[i] == DECODE}")
-            if "first_page" in event and event["first_page"] != b.done[i]:
-                r.append(f"first_page: engine {event['first_page']}, spec {b.done[i]}")
-            tokens = min(length, a.done[i] * PAGE_SIZE) - b.done[i] * PAGE_SIZE if isinstance(length, int) else None
-            if "num_tokens" in event and tokens is not None and event["num_tokens"] != tokens:
-                r.append(f"num_tokens: engine {event['num_tokens']}, spec {tokens}")
-        if n in ("publish", "finish"):
-            got = [p["index"] for p in event.get("pages" if n == "publish" else "published", [])]
-            want = list(range(b.pubd[i], a.pubd[i] if n == "publish" else spec.published_upto(b, i)))
-            if got != want:
-                r.append(f"published page indices: engine {got}, spec {want}")
-            c = self.tracker.cls_slot(i)
-            self.tracker.learn_keys(c, {p["index"]: p["key"] for p in event.get("pages" if n == "publish" else "published", [])})
-        elif n == "release":
-            want = self._followers(b, i)
-            if sorted(_ids(event.get("followers"))) != sorted(want):
-                r.append(f"released followers: engine {event.get('followers')}, spec {want}")
-            waiters = self._waiters(b, i)
-            if sorted(_ids(event.get("waiters") or [])) != sorted(waiters):
-                r.append(f"released waiters (via this flight): engine {event.get('waiters') or []}, spec {waiters}")
-            reason = {FINISHED: "on-completion", ABORTED: "leader-aborted", FAILED: "leader-failed"}.get(
-                b.ph[i], "after-prefill")
-            if event.get("reason") != reason:
-                r.append(f"release reason: engine {event.get('reason')}, spec {reason}")
-            if event.get("flight") != self.tracker.flight_id(i):
-                r.append(f"flight: engine {event.get('flight')}, spec {self.tracker.flight_id(i)}")
-        elif n == "promote":
-            old = next((f for f in range(spec.num_requests) if f != i and b.mem[i] == f + 1), None)
-            want = self._followers(a, i)
-            if old is None or event.get("previous") != self.tracker.engine_of.get(old):
-                r.append(f"previous leader: engine {event.get('previous')}, spec "
-                         f"{self.tracker.engine_of.get(old) if old is not None else None}")
-            elif event.get("flight") != self.tracker.flight_id(old):
-                r.append(f"flight: engine {event.get('flight')}, spec {self.tracker.flight_id(old)}")
-            if sorted(_ids(event.get("followers"))) != sorted(want):
-                r.append(f"followers still waiting: engine {event.get('followers')}, spec {want}")
-            via = self.tracker.flight_id(a.via[i] - 1) if a.via[i] else None
-            if event.get("via") != via:
-                r.append(f"the wait it takes over: engine via {event.get('via')}, spec via {via}")
-            elif via is not None and (wrong := _shared_pages(spec, event, i, a.via[i] - 1,
-                                                               "shared_pages of the wait it takes over")):
-                r.append(wrong)
-        elif n == "expire":
-            f = b.via[i] - 1 if b.via[i] else b.mem[i] - 1
-            if bool(event.get("via")) != bool(b.via[i]):
-                r.append(f"expired wait: engine {'via a flight' if event.get('via') else 'as a follower'}, spec "
-                         f"{'via a flight' if b.via[i] else 'as a follower'}")
-            elif b.via[i] and (wrong := _shared_pages(spec, event, i, f, "shared_pages of the expired wait")):
-                r.append(wrong)
-            if event.get("leader") != self.tracker.engine_of.get(f) or event.get("flight") != self.tracker.flight_id(f):
-                r.append(f"flight and leader: engine {event.get('flight')}/{event.get('leader')}, spec "
-                         f"{self.tracker.flight_id(f)}/{self.tracker.engine_of.get(f)}")
-        elif n == "evict" and self.engine is not None:
-            problem = self.recency.eviction_problem(self.engine.scheduler, event.get("page_id"), event.get("key"))
-            if problem:
-                r.append(problem)
-        elif n in ("abort", "fail") and event.get("phase") != PHASE_NAMES[b.ph[i]]:
-            r.append(f"{'aborted' if n == 'abort' else 'failed'} phase: engine {event.get('phase')}, spec {PHASE_NAMES[b.ph[i]]}")
-        elif n == "notify":
-            self._check_notice(event, action, before)
-        if n == "finish" and self.engine is not None and not r and self.tracker.engine_of[i] not in self.forced_finishes:
-            r += finish_problems(self.engine, self.tracker.engine_of[i], event)
+        r = PAYLOAD[n](self, event, action, spec.view(before), spec.view(after))
         if r:
             at_stake = violated(spec, after) + [p for p in _PAYLOAD_PROPERTIES.get(n, []) if p not in violated(spec, after)]
             self._fail("payload", f"{action}: the event's details differ from the spec", event, action, before, r,
                        at_stake)
-        if n in ("finish", "abort") and self.engine is not None and self.tracker.engine_of[i] not in self.forced_finishes:
+        if n in _ENDS_WITH_OUTPUT and self.engine is not None and self.tracker.engine_of[i] not in self.forced_finishes:
             wrong = request_output_problems(self.engine, self.tracker.engine_of[i])
             if wrong:
                 self._fail("output", f"{action}: the request's output is not the model's answer to its own sequence",
                            event, action, before, wrong, ["outputs_as_uncached"],
                            ["an engine rule the spec has no tokens for: caching, coordination and batching must not "
                             "change what a request generates (checks/conform/outputs.py)"])
+
+    # --- each action's details (PAYLOAD): the reasons its event differs from the spec's step --------------
+    def _admit_details(self, event: dict, action: Action, b: Any, a: Any) -> list[str]:
+        i = action.arg
+        if event.get("hit_pages") != a.hit[i]:
+            return [f"hit_pages: engine {event.get('hit_pages')}, spec {a.hit[i]}"]
+        if "recovered_tokens" in event and event["recovered_tokens"] != a.hit[i] * PAGE_SIZE:
+            return [f"recovered_tokens: engine {event['recovered_tokens']}, spec {a.hit[i] * PAGE_SIZE}"]
+        return []
+
+    def _prefill_details(self, event: dict, action: Action, b: Any, a: Any) -> list[str]:
+        i, r = action.arg, []
+        length = self.prompt_tokens.get(self.tracker.engine_of.get(i))  # a run draws its own tail lengths
+        if event.get("num_units") != a.done[i] - b.done[i]:
+            r.append(f"num_units: engine {event.get('num_units')}, spec {a.done[i] - b.done[i]}")
+        if bool(event.get("first_token")) != (a.ph[i] == DECODE):
+            r.append(f"first_token: engine {event.get('first_token')}, spec {a.ph[i] == DECODE}")
+        if "first_page" in event and event["first_page"] != b.done[i]:
+            r.append(f"first_page: engine {event['first_page']}, spec {b.done[i]}")
+        tokens = min(length, a.done[i] * PAGE_SIZE) - b.done[i] * PAGE_SIZE if isinstance(length, int) else None
+        if "num_tokens" in event and tokens is not None and event["num_tokens"] != tokens:
+            r.append(f"num_tokens: engine {event['num_tokens']}, spec {tokens}")
+        return r
+
+    def _published(self, event: dict, action: Action, b: Any, pages: list[dict], upto: int) -> list[str]:
+        """The pages a publication or a finish published: the spec's, in order; their keys learnt."""
+        i = action.arg
+        got, want = [p["index"] for p in pages], list(range(b.pubd[i], upto))
+        self.tracker.learn_keys(self.tracker.cls_slot(i), {p["index"]: p["key"] for p in pages})
+        return [f"published page indices: engine {got}, spec {want}"] if got != want else []
+
+    def _publish_details(self, event: dict, action: Action, b: Any, a: Any) -> list[str]:
+        return self._published(event, action, b, event.get("pages", []), a.pubd[action.arg])
+
+    def _finish_details(self, event: dict, action: Action, b: Any, a: Any) -> list[str]:
+        i = action.arg
+        r = self._published(event, action, b, event.get("published", []), self.spec.published_upto(b, i))
+        if self.engine is not None and not r and self.tracker.engine_of[i] not in self.forced_finishes:
+            r += finish_problems(self.engine, self.tracker.engine_of[i], event)
+        return r
+
+    def _release_details(self, event: dict, action: Action, b: Any, a: Any) -> list[str]:
+        i, r = action.arg, []
+        want = self._followers(b, i)
+        if sorted(_ids(event.get("followers"))) != sorted(want):
+            r.append(f"released followers: engine {event.get('followers')}, spec {want}")
+        waiters = self._waiters(b, i)
+        if sorted(_ids(event.get("waiters") or [])) != sorted(waiters):
+            r.append(f"released waiters (via this flight): engine {event.get('waiters') or []}, spec {waiters}")
+        reason = {FINISHED: "on-completion", ABORTED: "leader-aborted", FAILED: "leader-failed"}.get(
+            b.ph[i], "after-prefill")
+        if event.get("reason") != reason:
+            r.append(f"release reason: engine {event.get('reason')}, spec {reason}")
+        if event.get("flight") != self.tracker.flight_id(i):
+            r.append(f"flight: engine {event.get('flight')}, spec {self.tracker.flight_id(i)}")
+        return r
+
+    def _promote_details(self, event: dict, action: Action, b: Any, a: Any) -> list[str]:
+        spec, i, r = self.spec, action.arg, []
+        old = next((f for f in range(spec.num_requests) if f != i and b.mem[i] == f + 1), None)
+        want = self._followers(a, i)
+        if old is None or event.get("previous") != self.tracker.engine_of.get(old):
+            r.append(f"previous leader: engine {event.get('previous')}, spec "
+                     f"{self.tracker.engine_of.get(old) if old is not None else None}")
+        elif event.get("flight") != self.tracker.flight_id(old):
+            r.append(f"flight: engine {event.get('flight')}, spec {self.tracker.flight_id(old)}")
+        if sorted(_ids(event.get("followers"))) != sorted(want):
+            r.append(f"followers still waiting: engine {event.get('followers')}, spec {want}")
+        via = self.tracker.flight_id(a.via[i] - 1) if a.via[i] else None
+        if event.get("via") != via:
+            r.append(f"the wait it takes over: engine via {event.get('via')}, spec via {via}")
+        elif via is not None and (wrong := _shared_pages(spec, event, i, a.via[i] - 1,
+                                                           "shared_pages of the wait it takes over")):
+            r.append(wrong)
+        return r
+
+    def _expire_details(self, event: dict, action: Action, b: Any, a: Any) -> list[str]:
+        i, r = action.arg, []
+        f = b.via[i] - 1 if b.via[i] else b.mem[i] - 1
+        if bool(event.get("via")) != bool(b.via[i]):
+            r.append(f"expired wait: engine {'via a flight' if event.get('via') else 'as a follower'}, spec "
+                     f"{'via a flight' if b.via[i] else 'as a follower'}")
+        elif b.via[i] and (wrong := _shared_pages(self.spec, event, i, f, "shared_pages of the expired wait")):
+            r.append(wrong)
+        if event.get("leader") != self.tracker.engine_of.get(f) or event.get("flight") != self.tracker.flight_id(f):
+            r.append(f"flight and leader: engine {event.get('flight')}/{event.get('leader')}, spec "
+                     f"{self.tracker.flight_id(f)}/{self.tracker.engine_of.get(f)}")
+        return r
+
+    def _evict_details(self, event: dict, action: Action, b: Any, a: Any) -> list[str]:
+        if self.engine is None:  # the victim's recency is read off the live engine only
+            return []
+        problem = self.recency.eviction_problem(self.engine.scheduler, event.get("page_id"), event.get("key"))
+        return [problem] if problem else []
+
+    def _ended_details(self, event: dict, action: Action, b: Any, a: Any) -> list[str]:
+        """An abort or a failure names the phase the request was in."""
+        phase = PHASE_NAMES[b.ph[action.arg]]
+        if event.get("phase") == phase:
+            return []
+        return [f"{'aborted' if action.name == 'abort' else 'failed'} phase: engine {event.get('phase')}, spec {phase}"]
+
+    def _notify_details(self, event: dict, action: Action, b: Any, a: Any) -> list[str]:
+        self._check_notice(event, action, self.tracker.state)
+        return []
+
+    def _no_details(self, event: dict, action: Action, b: Any, a: Any) -> list[str]:
+        """An action whose event carries nothing beyond its request (a decode), or whose details are
+        checked where it is read (an arrival's role, on arrival: :meth:`_check_arrive`)."""
+        return []
 
     def _check_notice(self, event: dict, action: Action, before: State) -> None:
         """The log's verdict on a termination notice (its ``accepted``; a notice without it was rejected,
@@ -431,3 +469,15 @@ def _slot_text(slot: str, v: int) -> str:
     if slot.startswith("pg["):
         return ("not cached", "reserved (KV not written)", "ready")[v]
     return str(v)
+
+
+# How each action's event details are checked against the spec's step, one entry per spec action
+# (tests/test_registries.py holds the keys equal to the spec's action names).
+PAYLOAD: dict[str, Callable[[TraceValidator, dict, Action, Any, Any], list[str]]] = {
+    "arrive": TraceValidator._no_details, "admit": TraceValidator._admit_details, "prefill": TraceValidator._prefill_details,
+    "publish": TraceValidator._publish_details, "release": TraceValidator._release_details,
+    "promote": TraceValidator._promote_details, "decode": TraceValidator._no_details, "finish": TraceValidator._finish_details,
+    "evict": TraceValidator._evict_details, "abort": TraceValidator._ended_details, "notify": TraceValidator._notify_details,
+    "expire": TraceValidator._expire_details, "fail": TraceValidator._ended_details,
+}
+_ENDS_WITH_OUTPUT = frozenset({"finish", "abort"})  # a request whose output is whole: checked against the model's

@@ -34,18 +34,22 @@ from flightcheck.checks.explore.result import ExploreResult
 SUFFIXES = (".dot", ".svg", ".png", ".html")
 MAX_NODES = 1500
 
-# Edge colours by action: the environment's actions dashed, the engine's solid, release bold.
+# Edge colours by action, one entry per spec action (tests/test_registries.py): the environment's actions
+# (arrivals, cancels, notices, waits running out, failures) dashed or dotted, the engine's solid, release bold.
 ACTION_STYLE: dict[str, tuple[str, str]] = {
     "arrive": ("#1f6fb4", "dashed"),
     "admit": ("#138d90", "solid"),
     "prefill": ("#555555", "solid"),
     "publish": ("#2a9d2a", "solid"),
     "release": ("#7b3fb5", "bold"),
+    "promote": ("#7b3fb5", "dashed"),
     "decode": ("#999999", "solid"),
     "finish": ("#000000", "solid"),
     "evict": ("#c2549d", "solid"),
     "abort": ("#b5651d", "dashed"),
     "notify": ("#e08a00", "dotted"),
+    "expire": ("#b5651d", "dotted"),
+    "fail": ("#c2002f", "dashed"),
 }
 HIGHLIGHT = "#e00000"
 STORY = "#f2a900"  # the witness path drawn when nothing is violated

@@ -26,7 +26,7 @@ For example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from flightcheck.checks.explore.counterexample import Counterexample, Step
 from flightcheck.checks.explore.steps import is_misjudged, step_changes, termination_verdict, verdict_words
@@ -111,28 +111,52 @@ def _lookup_words(spec: Any, i: int, after: dict[str, Any]) -> str:
 
 
 def _arrow_label(spec: Any, msg: Any, act: Action, d0: dict, d1: dict) -> str:
-    name, i = act.name, act.arg
-    mine0 = d0["requests"].get(f"r{i}", {})
-    mine1 = d1["requests"].get(f"r{i}", {})
-    if msg.target == CACHE and name == "admit":
-        return "look up the prefix: " + _lookup_words(spec, i, d1)
-    if name == "arrive":
-        bits = _request_bits(mine0, mine1)
-        return f"{msg.verb}: {bits}" if bits else msg.verb
-    if name == "prefill":
-        units = spec.scenario.requests[i].num_units
-        return f"prefill {mine1.get('done', units)}/{units}" + (" (first token)" if mine1.get("phase") == "decode" else "")
-    if name == "decode":
-        return f"decode {mine1.get('decoded', 0)}/{spec.scenario.requests[i].num_decode}"
-    if name == "publish":
-        ready = [p for p, v in d1["pages"].items() if v["state"] == "ready" and d0["pages"].get(p, {}).get("state") != "ready"]
-        return "publish " + (", ".join(ready) if ready else "(already cached)")
-    if name == "release":
-        return f"{msg.verb} f{i}"
-    if name == "evict":
-        from flightcheck.spec.describe import page_name
-        return f"{msg.verb}: {page_name(spec, i)}"
+    """The words on one arrow of ``act``, by its action's entry of :data:`LABELS`."""
+    if msg.target == CACHE and act.name == "admit":
+        return "look up the prefix: " + _lookup_words(spec, act.arg, d1)
+    return LABELS[act.name](spec, msg, act.arg, d0, d1)
+
+
+def _label_arrive(spec: Any, msg: Any, i: int, d0: dict, d1: dict) -> str:
+    bits = _request_bits(d0["requests"].get(f"r{i}", {}), d1["requests"].get(f"r{i}", {}))
+    return f"{msg.verb}: {bits}" if bits else msg.verb
+
+
+def _label_prefill(spec: Any, msg: Any, i: int, d0: dict, d1: dict) -> str:
+    mine = d1["requests"].get(f"r{i}", {})
+    units = spec.scenario.requests[i].num_units
+    return f"prefill {mine.get('done', units)}/{units}" + (" (first token)" if mine.get("phase") == "decode" else "")
+
+
+def _label_decode(spec: Any, msg: Any, i: int, d0: dict, d1: dict) -> str:
+    return f"decode {d1['requests'].get(f'r{i}', {}).get('decoded', 0)}/{spec.scenario.requests[i].num_decode}"
+
+
+def _label_publish(spec: Any, msg: Any, i: int, d0: dict, d1: dict) -> str:
+    ready = [p for p, v in d1["pages"].items() if v["state"] == "ready" and d0["pages"].get(p, {}).get("state") != "ready"]
+    return "publish " + (", ".join(ready) if ready else "(already cached)")
+
+
+def _label_release(spec: Any, msg: Any, i: int, d0: dict, d1: dict) -> str:
+    return f"{msg.verb} f{i}"
+
+
+def _label_evict(spec: Any, msg: Any, i: int, d0: dict, d1: dict) -> str:
+    from flightcheck.spec.describe import page_name
+    return f"{msg.verb}: {page_name(spec, i)}"
+
+
+def _label_verb(spec: Any, msg: Any, i: int, d0: dict, d1: dict) -> str:
     return msg.verb
+
+
+# The words on each action's arrows (beyond checks/report/lifelines.py's verbs), one entry per spec action
+# (tests/test_registries.py holds the keys equal to the spec's action names).
+LABELS: dict[str, Callable[[Any, Any, int, dict, dict], str]] = {
+    "arrive": _label_arrive, "admit": _label_verb, "prefill": _label_prefill, "publish": _label_publish,
+    "release": _label_release, "promote": _label_verb, "decode": _label_decode, "finish": _label_verb,
+    "evict": _label_evict, "abort": _label_verb, "notify": _label_verb, "expire": _label_verb, "fail": _label_verb,
+}
 
 
 def _step_arrows(spec: Any, before: Any, act: Action, after: Any) -> list[Arrow]:
@@ -195,7 +219,7 @@ def diagram_of(spec: Any, cx: Counterexample, *, property: str | None = None, st
     if failed and kind == "always" and rows and not cx.loop:
         rows[-1].mark = VIOLATION
     if cx.loop:
-        ending = f"the steps marked loop repeat forever: a request stays live and never terminates"
+        ending = "the steps marked loop repeat forever: a request stays live and never terminates"
     elif cx.stutters:
         ending = "then nothing: no engine step is enabled, and a live request never terminates"
         if rows:

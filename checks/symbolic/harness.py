@@ -152,36 +152,42 @@ def under_pressure(sched: Any) -> bool:
 
 
 def engine_guard(engine: Engine, command: Command) -> bool:
-    """Whether the engine's guard for ``command`` holds (see the module docstring)."""
-    sched = engine.scheduler
-    name, arg = command.name, command.arg
-    if name == "admit":
-        return sched.can_admit() is not None
-    if name == "evict":
-        return sched.can_evict() is not None and under_pressure(sched)
-    if name == "release":
-        return arg in sched.coordinator.flights and sched.can_release(arg)
-    if name == "notify":
+    """Whether the engine's guard for ``command`` holds (see the module docstring), by its entry of
+    :data:`GUARDS`."""
+    return GUARDS[command.name](engine.scheduler, command.arg)
+
+
+def _guard_on_request(test: Any) -> Any:
+    """A guard on a request of the engine's: false for an ID it does not know."""
+    def guard(sched: Any, arg: int) -> bool:
         req = sched.requests.get(arg)
-        return req is None or not req.phase.is_live
+        return req is not None and test(sched, req)
+    return guard
+
+
+def _notify_guard(sched: Any, arg: int) -> bool:
     req = sched.requests.get(arg)
-    if req is None:
-        return False
-    if name == "prefill":
-        return sched.can_prefill(req) and not sched.can_publish(req)
-    if name == "publish":
-        return sched.can_publish(req)
-    if name == "decode":
-        return sched.can_decode(req) and len(req.output_token_ids) < req.sampling.max_tokens
-    if name == "finish":
-        return req.phase is Phase.DECODE
-    if name == "abort":
-        return req.phase.is_live
-    if name == "expire":
-        return sched.can_expire(arg)
-    if name == "fail":
-        return sched.can_fail(req)
-    raise ValueError(f"no engine guard for {command}")
+    return req is None or not req.phase.is_live
+
+
+# The engine's guard for each spec action's command, one entry per spec action (tests/test_registries.py);
+# ``promote`` has no command (the engine hands a flight on only inside the call that loses its leader).
+GUARDS: dict[str, Any] = {
+    "arrive": lambda sched, arg: True,  # bounded by the check, not the engine: see candidate_commands
+    "admit": lambda sched, arg: sched.can_admit() is not None,
+    "prefill": _guard_on_request(lambda sched, req: sched.can_prefill(req) and not sched.can_publish(req)),
+    "publish": _guard_on_request(lambda sched, req: sched.can_publish(req)),
+    "release": lambda sched, arg: arg in sched.coordinator.flights and sched.can_release(arg),
+    "promote": lambda sched, arg: False,
+    "decode": _guard_on_request(lambda sched, req: sched.can_decode(req)
+                                and len(req.output_token_ids) < req.sampling.max_tokens),
+    "finish": _guard_on_request(lambda sched, req: req.phase is Phase.DECODE),
+    "evict": lambda sched, arg: sched.can_evict() is not None and under_pressure(sched),
+    "abort": _guard_on_request(lambda sched, req: req.phase.is_live),
+    "notify": _notify_guard,
+    "expire": _guard_on_request(lambda sched, req: sched.can_expire(req.request_id)),
+    "fail": _guard_on_request(lambda sched, req: sched.can_fail(req)),
+}
 
 
 def candidate_commands(engine: Engine, bound: Bound) -> list[Command]:
@@ -206,40 +212,57 @@ def enabled_commands(engine: Engine, bound: Bound) -> list[Command]:
 
 
 def execute(engine: Engine, bound: Bound, command: Command) -> None:
-    """Run ``command`` through the engine's own command (its guard must hold). A refused notice
-    (``notify``) raises ``UnknownRequestError`` as the engine does; anything else the engine raises
-    propagates."""
+    """Run ``command`` through the engine's own command (its guard must hold), by its entry of
+    :data:`COMMANDS`. A refused notice (``notify``) raises ``UnknownRequestError`` as the engine does;
+    anything else the engine raises propagates."""
+    COMMANDS[command.name](engine, bound, command.arg)
+
+
+def _arrive(engine: Engine, bound: Bound, arg: int) -> None:
+    tokens, max_tokens = bound.template_list[arg]
+    engine.add_request(list(tokens), {"max_tokens": max_tokens, "temperature": 0.0})
+
+
+def _prefill(engine: Engine, bound: Bound, arg: int) -> None:
     sched = engine.scheduler
-    name, arg = command.name, command.arg
-    if name == "arrive":
-        tokens, max_tokens = bound.template_list[arg]
-        engine.add_request(list(tokens), {"max_tokens": max_tokens, "temperature": 0.0})
-    elif name == "admit":
-        sched.admit(sched.can_admit())
-    elif name == "evict":
-        sched.evict(sched.can_evict())
-    elif name == "release":
-        sched.release(arg, "after-prefill")
-    elif name in ("abort", "notify"):
-        engine.abort(arg)
-    elif name == "expire":
-        engine.expire(arg)
-    else:
-        req = sched.requests[arg]
-        if name == "prefill":
-            work = sched.plan_prefill(req, sched.config.prefill_chunk_pages)
-            sched.prefill(work, sched.forward([work])[0])
-        elif name == "decode":
-            work = sched.plan_decode(req)
-            sched.decode(work, sched.forward([work])[0])
-        elif name == "publish":
-            sched.publish(req)
-        elif name == "finish":
-            sched.finish(req, sched.can_finish(req) or "stop")
-        elif name == "fail":
-            sched.fail(req, "its forward pass failed (symbolic check)")
-        else:
-            raise ValueError(f"unknown command {command}")
+    work = sched.plan_prefill(sched.requests[arg], sched.config.prefill_chunk_pages)
+    sched.prefill(work, sched.forward([work])[0])
+
+
+def _decode(engine: Engine, bound: Bound, arg: int) -> None:
+    sched = engine.scheduler
+    work = sched.plan_decode(sched.requests[arg])
+    sched.decode(work, sched.forward([work])[0])
+
+
+def _finish(engine: Engine, bound: Bound, arg: int) -> None:
+    sched = engine.scheduler
+    req = sched.requests[arg]
+    sched.finish(req, sched.can_finish(req) or "stop")  # the spec's finish stands for any stop
+
+
+def _no_promote(engine: Engine, bound: Bound, arg: int) -> None:
+    raise ValueError("the engine has no promote command: it hands a flight on inside the abort or fail that "
+                     "loses its leader")
+
+
+# The engine's command for each spec action, one entry per spec action (tests/test_registries.py).
+COMMANDS: dict[str, Any] = {
+    "arrive": _arrive,
+    "admit": lambda engine, bound, arg: engine.scheduler.admit(engine.scheduler.can_admit()),
+    "prefill": _prefill,
+    "publish": lambda engine, bound, arg: engine.scheduler.publish(engine.scheduler.requests[arg]),
+    "release": lambda engine, bound, arg: engine.scheduler.release(arg, "after-prefill"),
+    "promote": _no_promote,
+    "decode": _decode,
+    "finish": _finish,
+    "evict": lambda engine, bound, arg: engine.scheduler.evict(engine.scheduler.can_evict()),
+    "abort": lambda engine, bound, arg: engine.abort(arg),
+    "notify": lambda engine, bound, arg: engine.abort(arg),  # an abort of a terminated or unknown ID
+    "expire": lambda engine, bound, arg: engine.expire(arg),
+    "fail": lambda engine, bound, arg: engine.scheduler.fail(engine.scheduler.requests[arg],
+                                                             "its forward pass failed (symbolic check)"),
+}
 
 
 # Why requests may be renamed (the symmetry reduction of :func:`state_key`), and how far. The engine and
@@ -412,5 +435,5 @@ def state_key(engine: Engine, *, symmetry: bool = True) -> tuple:
     return min(_key_under(engine, rename, cached) for rename in renamings)
 
 
-__all__ = ["Command", "FixedLogitsRunner", "Frozen", "UnknownRequestError", "build_engine", "copy_engine",
+__all__ = ["COMMANDS", "GUARDS", "Command", "FixedLogitsRunner", "Frozen", "UnknownRequestError", "build_engine", "copy_engine",
            "enabled_commands", "engine_guard", "execute", "freeze", "state_key", "thaw", "under_pressure"]

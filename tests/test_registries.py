@@ -1,0 +1,57 @@
+"""Every table that interprets the spec's actions outside the spec has one entry per action, no more, no
+less: adding an action to the spec fails this test, naming each table that still lacks it (the steps are
+in docs/architecture.md, "Adding an action")."""
+
+import pytest
+
+from flightcheck.checks.conform.counters import COUNT
+from flightcheck.checks.conform.explain import _EXPLAIN
+from flightcheck.checks.conform.replay import RUN
+from flightcheck.checks.conform.schema import EVENT_FIELDS
+from flightcheck.checks.conform.validator import PAYLOAD
+from flightcheck.checks.explore.picture import ACTION_STYLE
+from flightcheck.checks.report.lifelines import ACTION_MESSAGES
+from flightcheck.checks.report.sequence import LABELS
+from flightcheck.checks.symbolic.harness import COMMANDS, GUARDS
+from flightcheck.impl.events import ACTIONS
+from flightcheck.spec.actions import ACTION_NAMES
+
+REGISTRIES = {
+    "checks/conform/schema.py EVENT_FIELDS (the event log's fields)": EVENT_FIELDS,
+    "checks/conform/validator.py PAYLOAD (an event's details against the spec's step)": PAYLOAD,
+    "checks/conform/counters.py COUNT (the engine's counters, recounted)": COUNT,
+    "checks/conform/replay.py RUN (a spec path through the engine's guard/command pairs)": RUN,
+    "checks/conform/explain.py _EXPLAIN (why a guard is false, in words)": _EXPLAIN,
+    "checks/report/lifelines.py ACTION_MESSAGES (the sequence diagram's arrows)": ACTION_MESSAGES,
+    "checks/report/sequence.py LABELS (the words on those arrows)": LABELS,
+    "checks/explore/picture.py ACTION_STYLE (edge colours in the state graph)": ACTION_STYLE,
+    "checks/symbolic/harness.py GUARDS (the engine's guard of each action's command)": GUARDS,
+    "checks/symbolic/harness.py COMMANDS (the engine's command of each action)": COMMANDS,
+}
+
+
+@pytest.mark.parametrize("where", sorted(REGISTRIES))
+def test_each_registry_has_exactly_one_entry_per_spec_action(where):
+    keys = set(REGISTRIES[where])
+    assert not set(ACTION_NAMES) - keys, f"{where} lacks {sorted(set(ACTION_NAMES) - keys)}"
+    assert not keys - set(ACTION_NAMES), f"{where} has entries for no spec action: {sorted(keys - set(ACTION_NAMES))}"
+
+
+def test_the_engine_emits_the_spec_actions():
+    assert tuple(ACTIONS) == tuple(ACTION_NAMES)
+
+
+def test_a_registry_entry_is_what_runs():
+    # The counters of an abort come from COUNT["abort"]: replacing the entry changes what runs.
+    from flightcheck.checks.conform import counters
+
+    calls = []
+    saved = counters.COUNT["abort"]
+    counters.COUNT["abort"] = lambda ref, seen: calls.append(seen.i)
+    try:
+        from types import SimpleNamespace
+        spec = SimpleNamespace(view=lambda s: s)
+        counters.ReferenceCounters(16, True).observe(spec, {}, SimpleNamespace(name="abort", arg=2), None, None)
+    finally:
+        counters.COUNT["abort"] = saved
+    assert calls == [2]
