@@ -1,0 +1,68 @@
+"""Command ``corpus``: the regression corpus of programs that steer the engine's own scheduling onto the
+spec's edges (listed, or searched anew with ``--build`` on the embedded Dask cluster).
+
+For example::
+
+    $ flightcheck corpus
+    $ flightcheck corpus --build --scenario burst2 --seconds 20
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from flightcheck.checks.errors import usage_error
+from flightcheck.checks.inputs import shown
+from flightcheck.spec.scenario import SCENARIOS
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``corpus`` to the app."""
+
+    @app.command()
+    def corpus(
+        build: bool = typer.Option(False, "--build", help="Search for new programs and write the corpus."),
+        seconds: float = typer.Option(20.0, min=1, help="Search time per scenario and policy (with --build)."),
+        scenario: Optional[list[str]] = typer.Option(None, help="Only these scenarios (repeatable)."),
+        jobs: int = typer.Option(2, min=1, help="Parallel searches (with --build): the embedded Dask cluster's workers."),
+        scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS",
+                                                help="Run the searches (with --build) on this Dask scheduler's workers."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    ) -> None:
+        """The regression corpus: programs that steer the engine's own scheduling onto the spec's edges."""
+        from flightcheck.checks.conform import corpus as corpus_mod
+
+        for name in scenario or []:
+            if name not in SCENARIOS:
+                raise usage_error(f"unknown scenario {shown(name)}; known: {', '.join(SCENARIOS)}")
+        entries = corpus_mod.load()
+        if build:
+            from flightcheck.checks.cluster import ClusterError
+
+            try:
+                fresh = corpus_mod.build_all(seconds=seconds, jobs=jobs, only=scenario, scheduler=scheduler)
+            except ClusterError as error:
+                raise usage_error(str(error)) from None
+            keys = {e.key for e in fresh}
+            entries = [e for e in entries if e.key not in keys] + fresh
+            order = {k: n for n, k in enumerate(f"{n} {' '.join(p.values())}" for n, p in corpus_mod.grid())}
+            entries.sort(key=lambda e: order.get(e.key, len(order)))
+            corpus_mod.save(entries)
+        listed = [e for e in entries if not scenario or e.scenario in scenario]
+        if as_json:
+            print(json.dumps({"entries": [{"key": e.key, "programs": len(e.programs), "edges": e.num_edges,
+                                           "covered": e.num_covered, "missed": e.missed} for e in listed]}))
+            raise typer.Exit(0)
+        t = Table(title="the engine's own scheduling over the spec's edges (corpus)")
+        for col in ("scenario and policy", "programs", "edges covered", "missed, by the step-loop rule that explains them"):
+            t.add_column(col)
+        for e in listed:
+            t.add_row(e.key, str(len(e.programs)), f"{e.num_covered}/{e.num_edges} ({100 * e.num_covered / max(1, e.num_edges):.0f}%)",
+                      ", ".join(f"{a} {n}" for a, n in e.missed.items()))
+        Console().print(t)
+        raise typer.Exit(0)
