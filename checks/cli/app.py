@@ -36,6 +36,7 @@ COMMAND_MODULES = [
     "flightcheck.checks.cli.cmd_probe",
     "flightcheck.checks.cli.cmd_coverage",
     "flightcheck.checks.cli.cmd_prove",
+    "flightcheck.checks.cli.cmd_equiv",
     "flightcheck.checks.cli.cmd_export",
     "flightcheck.checks.cli.cmd_bench",
     "flightcheck.checks.cli.cmd_mutate",

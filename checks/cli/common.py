@@ -1,5 +1,6 @@
 """What several commands share: a mutant named by ``--mutant``, a saved conformance program read and
-checked against the model, and text that quotes the input printed as it is.
+checked against the model, text that quotes the input printed as it is, and a scenario, a variant and
+the policies asked for, each checked (a usage error, exit 2, naming what is wrong).
 
 For example::
 
@@ -16,6 +17,8 @@ from rich.console import Console
 
 from flightcheck.checks.errors import usage_error
 from flightcheck.checks.inputs import shown
+from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS, Scenario
+from flightcheck.spec.variants import VARIANTS
 
 
 def mutant_named(name: Optional[str]):
@@ -58,3 +61,29 @@ def print_quoted(console: Console, text: str) -> None:
     from flightcheck.checks.inputs import printable
 
     console.print(printable(text), markup=False, highlight=False)
+
+
+def scenario_named(name: str) -> Scenario:
+    """The default scenario ``name``, or a usage error (exit 2) listing the known ones."""
+    if name not in SCENARIOS:
+        raise usage_error(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+    return SCENARIOS[name]
+
+
+def variant_named(name: str, option: str = "--variant") -> str:
+    """``name`` when it is a design variant, or a usage error (exit 2) naming ``option`` and the known ones."""
+    if name not in VARIANTS:
+        raise usage_error(f"{option}: unknown variant {name!r}; known: {', '.join(VARIANTS)}")
+    return name
+
+
+def scenario_policies(scn: Scenario, release: Optional[str], publication: Optional[str],
+              coordination: Optional[str], releases: tuple[str, ...] = RELEASES) -> list[Scenario]:
+    """The scenario under each policy asked for (``releases`` when --release is not given)."""
+    for opt, value, allowed in (("release", release, RELEASES), ("publication", publication, PUBLICATIONS),
+                                ("coordination", coordination, COORDINATIONS)):
+        if value is not None and value not in allowed:
+            raise usage_error(f"--{opt} must be one of {', '.join(allowed)}; got {value!r}")
+    changes = {k: v for k, v in (("publication", publication), ("coordination", coordination)) if v}
+    base = scn.with_policy(**changes) if changes else scn
+    return [base.with_policy(release=r) for r in ([release] if release else list(releases))]

@@ -1,0 +1,51 @@
+"""``prove --unbounded``: the relational model's proofs for all sizes (:mod:`flightcheck.checks.unbounded`),
+printed and turned into the exit status."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+from flightcheck.checks.errors import usage_error
+from flightcheck.spec.scenario import PUBLICATIONS, RELEASES
+from flightcheck.spec.variants import VARIANTS
+
+
+def prove_unbounded_command(variant: str, release: Optional[str], publication: Optional[str], timeout: float,
+                     as_json: bool) -> None:
+    """``prove --unbounded``: the relational model's proofs, printed and turned into the exit status."""
+    from flightcheck.checks.unbounded.config import grid
+    from flightcheck.checks.unbounded.render import format_report, report_json
+    from flightcheck.checks.unbounded.run import explorer_confirms, prove_unbounded, variant_config
+    from flightcheck.checks.unbounded.variants import NOT_MODELLED as UNMODELLED_VARIANTS
+
+    if variant in UNMODELLED_VARIANTS:
+        raise usage_error(f"--unbounded: variant {variant!r} is not modelled: {UNMODELLED_VARIANTS[variant]}")
+    for opt, value, allowed in (("release", release, RELEASES), ("publication", publication, PUBLICATIONS)):
+        if value is not None and value not in allowed:
+            raise usage_error(f"--{opt} must be one of {', '.join(allowed)}; got {value!r}")
+    if not 0 < timeout <= 600:
+        raise usage_error(f"--timeout must be 0 < seconds <= 600; got {timeout}")
+    configs = grid() if variant == "correct" else [variant_config(variant)]
+    configs = [c for c in configs if (release is None or c.release == release)
+               and (publication is None or c.publication == publication)]
+    if not configs:
+        raise usage_error("--unbounded: no configuration matches --release and --publication")
+    report = prove_unbounded(variant, configs, timeout_ms=int(timeout * 1000))
+    confirm = None if variant == "correct" else explorer_confirms(variant)
+    if as_json:
+        out = report_json(report)
+        if confirm is not None:
+            out["explorer"] = {"scenario": confirm[0], "property": VARIANTS[variant].expected_violation,
+                               "shortest_path": confirm[1]}
+        print(json.dumps(out, indent=2))
+    else:
+        print(format_report(report))
+        if confirm is not None:
+            must = VARIANTS[variant].expected_violation
+            found = f"violated in {confirm[1]} steps" if confirm[1] is not None else "not violated"
+            print(f"\nexplorer on {confirm[0]}: {must} {found} (`flightcheck explore --variant {variant}`): "
+                  "the violation is reachable at that size; the CTI above is the unbounded proof's evidence")
+    raise typer.Exit(0 if report.ok else 1)
