@@ -24,6 +24,7 @@ from typing import Any
 COMMAND_MODULES = [
     "flightcheck.checks.cli.cmd_check",
     "flightcheck.checks.cli.cmd_explore",
+    "flightcheck.checks.cli.cmd_variants",
     "flightcheck.checks.cli.cmd_explorer",
     "flightcheck.checks.cli.cmd_workload",
     "flightcheck.checks.cli.cmd_render",

@@ -1,4 +1,4 @@
-"""Commands ``explore`` and ``variants``.
+"""Command ``explore``: a scenario's state graph explored exhaustively, every property checked.
 
 For example::
 
@@ -8,95 +8,28 @@ For example::
     $ flightcheck explore --scenario burst8-abort            # a scale scenario: the batched explorer
     $ flightcheck explore --scenario burst8 --no-symmetry --safety-only --engine batched
     $ flightcheck explore --scenario burst8-abort --workers 2   # the visited set over two Dask workers
-    $ flightcheck variants
 """
 
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
-from rich.live import Live
 
 from flightcheck.checks.cli.config_options import with_options
+from flightcheck.checks.cli.explore_options import build_scenario, explore_distributed_or_exit, progress_display
 from flightcheck.checks.cli.policy_options import apply_policy, policy_changes, policy_parameters
 from flightcheck.checks.suite.defaults import variant_scenario
 from flightcheck.checks.errors import check_choice, usage_error
-from flightcheck.spec.scenario import SCALE_SCENARIOS, SCENARIOS, Scenario, burst
+from flightcheck.spec.scenario import SCALE_SCENARIOS, SCENARIOS
 from flightcheck.spec.variants import VARIANTS
 
 
-def build_scenario(scenario: Optional[str], requests: Optional[int], prompts: int, *, aborts: bool,
-                   notifications: bool, eviction: bool, pages: int, decode: int) -> Scenario:
-    """The scenario named on the command line, or a burst of ``requests`` over ``prompts`` classes."""
-    if scenario is not None and requests is not None:
-        raise usage_error("give either --scenario or --requests/--prompts, not both")
-    if requests is not None:
-        if not 1 <= requests <= 10:
-            raise usage_error(f"--requests must be between 1 and 10 (the graph grows fast); got {requests}")
-        if not 1 <= prompts <= requests:
-            raise usage_error(f"--prompts must be between 1 and --requests ({requests}); got {prompts}")
-        if not 1 <= pages <= 4 or not 0 <= decode <= 3:
-            raise usage_error("--pages must be 1..4 and --decode 0..3")
-        return burst(requests, classes=prompts, pages=pages, decode=decode, aborts=aborts,
-                     notifications=notifications, eviction=eviction)
-    name = scenario or "burst2"
-    known = {**SCENARIOS, **SCALE_SCENARIOS}
-    if name not in known:
-        raise usage_error(f"unknown scenario {name!r}; known: {', '.join(known)}")
-    scn = known[name]
-    opts = {k: True for k, v in (("aborts", aborts), ("notifications", notifications), ("eviction", eviction)) if v}
-    return scn.with_options(**opts) if opts else scn
-
-
-@contextmanager
-def progress_display() -> Iterator[Callable[[Any], None]]:
-    """A progress callback for long explorations: states, depth, rate and memory on stderr.
-
-    Nothing is shown when stderr is not a terminal, or before the run has taken a second.
-    """
-    console = Console(stderr=True)
-    live: list[Live] = []
-
-    def show(p: Any) -> None:
-        if not console.is_terminal or p.seconds < 1.0:
-            return
-        text = (f"exploring: {p.states:,} states, depth {p.depth} (frontier {p.frontier:,}), "
-                f"{p.states_per_second:,.0f} states/s, {p.memory_bytes / 2**30:.2f} GiB")
-        if not live:
-            live.append(Live(text, console=console, transient=True, refresh_per_second=4))
-            live[0].start()
-        live[0].update(text)
-
-    try:
-        yield show
-    finally:
-        if live:
-            live[0].stop()
-
-
-def _explore_distributed(spec: Any, scheduler: Optional[str], workers: Optional[int], symmetry: bool,
-                         max_states: int, props: Optional[list]) -> Any:
-    """The distributed explorer on ``scheduler`` or an embedded cluster of ``workers``: the safety and
-    deadlock properties (and the ``sometimes`` ones are left out: they need the whole graph kept)."""
-    from flightcheck.checks.cluster import Cluster, ClusterError
-    from flightcheck.checks.explore.distributed import KINDS, explore_distributed
-    from flightcheck.spec.properties import properties_for
-
-    chosen = [p for p in (props if props is not None else properties_for(spec)) if p.kind in KINDS]
-    try:
-        with Cluster(scheduler, workers=workers or 1) as cluster:
-            return explore_distributed(spec, cluster, symmetry=symmetry, max_states=max_states, properties=chosen)
-    except ClusterError as error:
-        raise usage_error(str(error)) from None
-
-
 def register(app: typer.Typer) -> None:
-    """Add ``explore``, ``variants`` and ``check`` to the app."""
+    """Add ``explore`` to the app."""
 
     def explore(
         scenario: Optional[str] = typer.Option(
@@ -164,7 +97,7 @@ def register(app: typer.Typer) -> None:
             raise usage_error("--workers sizes the embedded cluster; with --scheduler the cluster's own workers run")
         try:
             if distributed:
-                result = _explore_distributed(spec, scheduler, workers, symmetry, max_states, props)
+                result = explore_distributed_or_exit(spec, scheduler, workers, symmetry, max_states, props)
             else:
                 with progress_display() as show:
                     result = explore_with(spec, engine=engine, symmetry=symmetry, max_states=max_states,
@@ -203,22 +136,3 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(0 if result.ok else 1)
 
     app.command()(with_options(explore, policy_parameters()))
-
-    @app.command()
-    def variants(as_json: bool = typer.Option(False, "--json", help="Print a JSON list.")) -> None:
-        """List the design-history variants, each with the property it must violate and the default scenario
-        and policy every command runs it on."""
-        rows = [{"name": v.name, "expected_violation": v.expected_violation, "story": v.story,
-                 "scenario": variant_scenario(v.name).name, "policy": variant_scenario(v.name).policy.label()}
-                for v in VARIANTS.values()]
-        if as_json:
-            print(json.dumps(rows))
-            return
-        from rich.table import Table
-        t = Table(title="design variants")
-        for col in ("name", "must violate", "default scenario", "story"):
-            t.add_column(col)
-        for r in rows:
-            t.add_row(r["name"], r["expected_violation"] or "[green](correct)[/]", f"{r['scenario']}\n{r['policy']}",
-                      r["story"])
-        Console().print(t)

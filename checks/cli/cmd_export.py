@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 import typer
 
-from flightcheck.checks.cli.cmd_explore import build_scenario
+from flightcheck.checks.cli.explore_options import build_scenario
 from flightcheck.checks.cli.config_options import with_options
 from flightcheck.checks.cli.policy_options import apply_policy, policy_changes, policy_parameters
 from flightcheck.checks.errors import usage_error

@@ -176,12 +176,12 @@ def test_culprit_is_the_innermost_frame_in_the_project():
 
 
 def test_any_command_that_crashes_exits_3_with_one_line_and_the_traceback_in_a_file(monkeypatch, crash_dir):
-    import flightcheck.checks.cli.cmd_explore as cmd_explore
+    import flightcheck.checks.cli.cmd_variants as cmd_variants
 
     def broken(name):
         raise TypeError("boom \ud800 " + "x" * 1000)
 
-    monkeypatch.setattr(cmd_explore, "variant_scenario", broken)
+    monkeypatch.setattr(cmd_variants, "variant_scenario", broken)
     r = RUNNER.invoke(app, ["variants"])
     assert r.exit_code == 3
     line = r.output.strip()
@@ -195,7 +195,7 @@ def test_any_command_that_crashes_exits_3_with_one_line_and_the_traceback_in_a_f
 
 
 def test_the_console_script_exits_3_on_a_fault(tmp_path):
-    code = ("import sys; import flightcheck.checks.cli.cmd_explore as c\n"
+    code = ("import sys; import flightcheck.checks.cli.cmd_variants as c\n"
             "c.variant_scenario = lambda name: 1 / 0\n"
             "from flightcheck.checks.cli.app import main\nsys.argv = ['flightcheck', 'variants']\nmain()\n")
     env = {**os.environ, "FLIGHTCHECK_CRASH_DIR": str(tmp_path)}
@@ -222,23 +222,23 @@ def test_a_report_folder_under_a_file_is_bad_input(tmp_path):
 def test_a_bad_parameter_raised_inside_a_command_is_a_usage_error_not_a_fault(monkeypatch):
     import typer
 
-    import flightcheck.checks.cli.cmd_explore as cmd_explore
+    import flightcheck.checks.cli.cmd_variants as cmd_variants
 
     def refuse(name):
         raise typer.BadParameter("no such thing", param_hint="--thing")
 
-    monkeypatch.setattr(cmd_explore, "variant_scenario", refuse)
+    monkeypatch.setattr(cmd_variants, "variant_scenario", refuse)
     r = RUNNER.invoke(app, ["variants"])
     assert r.exit_code == 2 and "no such thing" in r.output and "flightcheck failed" not in r.output, r.output
 
 
 def test_a_reader_that_leaves_is_neither_a_fault_nor_a_verdict(monkeypatch, crash_dir):
-    import flightcheck.checks.cli.cmd_explore as cmd_explore
+    import flightcheck.checks.cli.cmd_variants as cmd_variants
 
     def gone(name):
         raise BrokenPipeError(32, "Broken pipe")
 
-    monkeypatch.setattr(cmd_explore, "variant_scenario", gone)
+    monkeypatch.setattr(cmd_variants, "variant_scenario", gone)
     monkeypatch.setattr(os, "dup2", lambda *a: None)  # the runner's captured stdout has no descriptor to point away
     r = RUNNER.invoke(app, ["variants"])
     assert r.exit_code == 141 and "flightcheck failed" not in r.output and not crash_dir.exists(), r.output
