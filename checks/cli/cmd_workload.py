@@ -27,6 +27,7 @@ import typer
 
 from flightcheck.checks.errors import usage_error
 from flightcheck.checks.inputs import MAX_WORKERS, printable, shown
+from flightcheck.checks.workload.tables import config_label, config_table, pivot_table
 
 _SHARED_NAMES = ("conversation", "synthetic")
 
@@ -50,67 +51,6 @@ def _resolve(trace: str) -> Path:
         raise _fail(f"trace {shown(trace)} not found at {shared} (FLIGHTCHECK_SHARED set to a folder without it, or an "
                     "installation without flightcheck's data/traces)")
     raise _fail(f"trace file {shown(trace)} not found (give a path, or one of {', '.join(_SHARED_NAMES)})")
-
-
-def _fmt(value: object, digits: int = 4) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}g}" if not value.is_integer() or abs(value) < 1e4 else f"{value:,.0f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
-
-
-def _config_label(row: dict, with_trace: bool) -> str:
-    lookup = "contig" if row["lookup"] == "contiguous" else "indep"
-    label = f"W={row['w_eff_ms']:g} N={row['num_instances']} C={row['capacity_blocks']:,} {row['routing']} {lookup}"
-    return f"{row['trace']} {label}" if with_trace else label
-
-
-def _share(row: dict, part: str) -> str:
-    """A part of the removable attempts as ``count (fraction of cold attempts)``."""
-    return f"{_fmt(row[f'num_{part}_removable'])} ({_fmt(row[f'{part}_ratio'], 3)})"
-
-
-def _config_table(rows: list[dict], title: str, first_column: str):
-    """One row per summary (or instance) row; ``first_column`` is ``config``, ``phase`` or ``instance``."""
-    from rich.table import Table
-
-    with_trace = len({r["trace"] for r in rows}) > 1
-    table = Table(title=title)
-    headers = [first_column, "hits", "cold", "cohorts", "dup", "remov.", "redund.", "exact input", "partial prefix",
-               "fan-in m/p99/max", "share", "avoid./s"]
-    for header in headers:
-        table.add_column(header, justify="left" if header == first_column else "right")
-    for row in rows:
-        first = {"config": _config_label(row, with_trace), "phase": row["phase"]}.get(first_column, str(row.get("instance_id")))
-        table.add_row(first, _fmt(row["num_hits"]), _fmt(row["num_cold_attempts"]), _fmt(row["num_cohorts"]),
-                      _fmt(row["num_duplicate_cohorts"]), _fmt(row["num_removable_attempts"]),
-                      _fmt(row["redundancy_ratio"], 3), _share(row, "exact_input"), _share(row, "partial_prefix"),
-                      "/".join(_fmt(row[k]) for k in ("fan_in_median", "fan_in_p99", "fan_in_max")),
-                      _fmt(row.get("request_share", row.get("max_share")), 3), _fmt(row["avoidable_cost_per_s"], 3))
-    return table
-
-
-def _pivot_table(rows: list[dict]):
-    from rich.table import Table
-
-    table = Table(title="Highest redundancy per trace and W_eff (phase all) over the swept configurations")
-    for header in ("trace", "W_eff ms", "max redundancy", "exact / partial there", "at N / capacity / routing / lookup",
-                   "max fan-in", "configs"):
-        table.add_column(header, justify="left" if header in ("trace", "at N / capacity / routing / lookup") else "right")
-    groups: dict[tuple, list[dict]] = {}
-    for row in rows:
-        if row["phase"] == "all":
-            groups.setdefault((row["trace"], row["w_eff_ms"]), []).append(row)
-    for (trace, w), group in groups.items():
-        best = max(group, key=lambda r: r["redundancy_ratio"] or 0.0)
-        where = f"{best['num_instances']} / {best['capacity_blocks']:,} / {best['routing']} / {best['lookup']}"
-        split = f"{_fmt(best['exact_input_ratio'], 3)} / {_fmt(best['partial_prefix_ratio'], 3)}"
-        table.add_row(trace, _fmt(w), _fmt(best["redundancy_ratio"]), split, where,
-                      _fmt(max(r["fan_in_max"] or 0 for r in group)), str(len(group)))
-    return table
 
 
 def register(app: typer.Typer) -> None:
@@ -224,14 +164,14 @@ def register(app: typer.Typer) -> None:
         for row in summary:
             row["max_share"] = shares[tuple(row[k] for k in ws.CONFIG_FIELDS)]
         if len(results) == 1:
-            label = _config_label(summary[0], True)
-            stdout.print(_config_table(summary, f"{label}: per phase (share = busiest instance's request share)", "phase"))
+            label = config_label(summary[0], True)
+            stdout.print(config_table(summary, f"{label}: per phase (share = busiest instance's request share)", "phase"))
             rows = [r for r in per_instance if r["phase"] == "all"]
-            stdout.print(_config_table(rows, "per instance, phase all (share = the instance's request share)", "instance"))
+            stdout.print(config_table(rows, "per instance, phase all (share = the instance's request share)", "instance"))
         elif len(results) <= 24:
             rows = [r for r in summary if r["phase"] == "all"]
-            stdout.print(_config_table(rows, "Workload opportunity, phase all (share = busiest instance's request share)", "config"))
+            stdout.print(config_table(rows, "Workload opportunity, phase all (share = busiest instance's request share)", "config"))
         else:
-            stdout.print(_pivot_table(summary))
+            stdout.print(pivot_table(summary))
         if out is not None:
             stdout.print(f"wrote {len(results)} configurations to {out} (SHA256SUMS, manifest.json)")
