@@ -224,25 +224,12 @@ def _read_saved(path: Path) -> tuple[list, dict]:
 
 def _report_saved(p, path: Path, read: tuple[list, dict], out: Optional[Path], as_json: bool, console: Console,
                   min_score: Optional[float], meta: dict, run_meta: dict) -> None:
-    """Re-score saved outcomes: those of mutants that still exist and are neither skipped nor equivalent now."""
-    from flightcheck.checks.mutate.report import build_record, format_markdown, print_summary
+    """Re-score saved outcomes (:func:`~flightcheck.checks.mutate.report.rescore_saved`), write and print."""
+    from flightcheck.checks.mutate.report import format_markdown, print_summary, rescore_saved
 
-    entries, saved_meta = read
-    saved = {o.id: o for o in entries if o.status not in ("skipped", "equivalent")}
-    outcomes = [saved[m.id] for m in p.to_run if m.id in saved]
-    current = {m.id for m in p.mutants}
-    meta = dict(saved_meta, **meta, source=str(path), not_run=len(p.to_run) - len(outcomes),
-                stale_results=sum(i not in current for i in saved))
-    if "seconds" not in meta:   # a results.jsonl has no wall time: the mutants' own seconds, summed
-        meta.update(seconds=round(sum(o.seconds for o in outcomes), 1), seconds_summed=True)
-    meta.setdefault("command", "flightcheck mutate " + " ".join(shlex.quote(a) for a in sys.argv[2:]))
-    meta.setdefault("date", datetime.date.today().isoformat())
-    if "stages" in saved_meta:   # a saved run's stages are its own: today's per-file choice would not match
-        run_meta = {k: v for k, v in run_meta.items() if k != "stages_by_file"}
-    for key, value in run_meta.items():   # what the saved run ran, when a results.jsonl does not say
-        meta.setdefault(key, value)
-    p.to_run = [m for m in p.to_run if m.id in saved]
-    record = build_record(p, outcomes, meta)
+    command = "flightcheck mutate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    record = rescore_saved(p, str(path), read, dict(meta, command=command, date=datetime.date.today().isoformat()),
+                           run_meta)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "results.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
@@ -257,12 +244,7 @@ def _report_saved(p, path: Path, read: tuple[list, dict], out: Optional[Path], a
 
 def _list(p, as_json: bool, console: Console) -> None:
     """Print the plan's mutants: to run, skipped (rule) or equivalent."""
-    run_ids = {m.id for m in p.to_run}
-    rows = []
-    for m in p.mutants:
-        status = ("run" if m.id in run_ids else f"skip:{p.skipped[m.id]}" if m.id in p.skipped
-                  else "equivalent" if m.id in p.equivalent else "not sampled")
-        rows.append((m, status))
+    rows = p.listing()
     if as_json:
         print(json.dumps([dict(m.to_json(), status=s) for m, s in rows]))
         return

@@ -117,6 +117,12 @@ class Plan:
     stale: dict[str, str] = field(default_factory=dict)        # equivalence entries matching no mutant
     paths: dict[str, str] = field(default_factory=dict)        # module -> file path
 
+    def listing(self) -> list[tuple[Mutant, str]]:
+        """Every mutant with its status: ``run``, ``skip:RULE``, ``equivalent`` or ``not sampled``."""
+        run_ids = {m.id for m in self.to_run}
+        return [(m, "run" if m.id in run_ids else f"skip:{self.skipped[m.id]}" if m.id in self.skipped
+                 else "equivalent" if m.id in self.equivalent else "not sampled") for m in self.mutants]
+
 
 def plan(targets: list[Target], *, operators: tuple[str, ...] = DEFAULT_OPERATORS,
          equivalents: dict[str, str] | None = None, no_skip: tuple[str, ...] = (),

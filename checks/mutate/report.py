@@ -197,6 +197,32 @@ META = record({"seconds": optional(SECONDS), "baseline_seconds": optional(SECOND
 RESULTS = record({"mutants": required(list_of(record(OUTCOME_FIELDS))), "meta": optional(META)})
 
 
+def rescore_saved(p: Plan, source: str, read: tuple[list[Outcome], dict[str, Any]], meta: dict[str, Any],
+                  run_meta: dict[str, Any]) -> dict[str, Any]:
+    """The record of saved outcomes ``read`` (:func:`read_saved_results` of ``source``) re-scored against
+    today's plan ``p``: only mutants that still exist and are neither skipped nor equivalent now count.
+    ``meta`` (this run's command, date, files, operators...) overrides the saved run's; ``run_meta`` (what
+    this run would run) fills in what the saved results do not say. ``p.to_run`` is cut to the mutants
+    the saved results hold."""
+    entries, saved_meta = read
+    saved = {o.id: o for o in entries if o.status not in ("skipped", "equivalent")}
+    outcomes = [saved[m.id] for m in p.to_run if m.id in saved]
+    current = {m.id for m in p.mutants}
+    command, date = meta.get("command"), meta.get("date")
+    meta = dict(saved_meta, **{k: v for k, v in meta.items() if k not in ("command", "date")}, source=source,
+                not_run=len(p.to_run) - len(outcomes), stale_results=sum(i not in current for i in saved))
+    if "seconds" not in meta:   # a results.jsonl has no wall time: the mutants' own seconds, summed
+        meta.update(seconds=round(sum(o.seconds for o in outcomes), 1), seconds_summed=True)
+    meta.setdefault("command", command)   # the saved run's own command and date come first
+    meta.setdefault("date", date)
+    if "stages" in saved_meta:   # a saved run's stages are its own: today's per-file choice would not match
+        run_meta = {k: v for k, v in run_meta.items() if k != "stages_by_file"}
+    for key, value in run_meta.items():   # what the saved run ran, when a results.jsonl does not say
+        meta.setdefault(key, value)
+    p.to_run = [m for m in p.to_run if m.id in saved]
+    return build_record(p, outcomes, meta)
+
+
 def read_saved_results(path: str | os.PathLike[str]) -> tuple[list[Outcome], dict[str, Any]]:
     """The outcomes and the meta of a saved run: a ``results.json`` (one JSON object) or an interrupted
     run's ``results.jsonl`` (one mutant a line, no meta), read by the strict readers
