@@ -1,8 +1,9 @@
-"""Command ``docs``: generate the walkthrough (``docs/walkthrough.md`` and its pictures) from the spec.
+"""Command ``docs``: generate the walkthrough (``docs/walkthrough.md`` and its pictures) from the spec, and
+the command manual (``docs/commands.md``) from the command line (:mod:`flightcheck.checks.cli.manual`).
 
 For example::
 
-    $ flightcheck docs                      # writes docs/walkthrough.md and docs/walkthrough/*.svg
+    $ flightcheck docs                      # writes docs/walkthrough.md, docs/walkthrough/*.svg, docs/commands.md
     $ flightcheck docs --check              # exit 1 naming the files that are stale, writing nothing
     $ flightcheck docs --out /tmp/walk.md   # anywhere else (pictures in /tmp/walk/)
 """
@@ -27,8 +28,10 @@ def register(app: typer.Typer) -> None:
         check: bool = typer.Option(False, "--check", help="Write nothing; exit 1 when the files on disk differ "
                                    "from what the spec gives now."),
     ) -> None:
-        """Generate the teaching walkthrough from the spec: each step of the design's story illustrated by a
-        run the explorer found, every bug of the design history as its counterexample."""
+        """Generate the teaching walkthrough from the spec (each step of the design's story illustrated by a
+        run the explorer found, every bug of the design history as its counterexample) and the command
+        manual from the command line, beside it."""
+        from flightcheck.checks.cli.manual import MANUAL, manual_is_stale, write_manual
         from flightcheck.checks.errors import usage_error
         from flightcheck.checks.report.markdown import stale_files, walkthrough_files, write_walkthrough
 
@@ -36,14 +39,17 @@ def register(app: typer.Typer) -> None:
             raise usage_error(f"--out must be a .md file; got {out.name!r}")
         console = Console()
         files = walkthrough_files(out)
+        manual = out.parent / MANUAL.name  # the manual goes beside the walkthrough
         if check:
-            stale = stale_files(files, out)
+            stale = stale_files(files, out) + ([str(manual)] if manual_is_stale(manual) else [])
             if stale:
                 console.print(f"[bold red]the walkthrough is stale[/]: {len(stale)} file(s) differ; run `flightcheck docs`")
                 for p in stale:
                     console.print(f"  {p}", markup=False, highlight=False)
                 raise typer.Exit(1)
-            console.print(f"[green]up to date[/]: {out} and {len(files) - 1} pictures")
+            console.print(f"[green]up to date[/]: {out}, {len(files) - 1} pictures and {manual}")
             return
         written = write_walkthrough(files, out)
-        console.print(f"wrote {out} and {len(written) - 1} pictures in {out.with_suffix('')}/", highlight=False)
+        write_manual(manual)
+        console.print(f"wrote {out}, {len(written) - 1} pictures in {out.with_suffix('')}/ and {manual}",
+                      highlight=False)
