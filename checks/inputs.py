@@ -109,7 +109,7 @@ MAX_PROGRAM_OPS = 2000
 MAX_PROGRAM_STEPS = 1000
 MAX_PROGRAM_ARRIVALS = 64
 # A counterexample path to replay: the explorer's are at most a few dozen actions (the longest of the
-# README's variants is 10); each action is one engine call under the monitor.
+# design variants is 10); each action is one engine call under the monitor.
 MAX_PATH_ACTIONS = 1000
 # A program's request templates: generated ones have at most 5 (the largest scenario's requests: 4);
 # each arrival grows the spec the monitor checks every event against.

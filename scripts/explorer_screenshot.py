@@ -1,4 +1,4 @@
-"""The README's picture of the explorer: ``flightcheck explorer --variant early-release`` in headless
+"""The picture of the explorer in docs/explore.md: ``flightcheck explorer --variant early-release`` in headless
 Chromium (Debian's, through its chromium-driver), on the step where the variant's property breaks.
 
     python scripts/explorer_screenshot.py [docs/explorer.png]

@@ -284,7 +284,7 @@ def tree(name: str, classes: tuple[int, ...], *, pages: int = 2, shared: int = 1
 
 
 def _numbered() -> dict[str, Scenario]:
-    """The default scenarios, in the order the README walks through them."""
+    """The default scenarios, in the order docs/spec.md walks through them."""
     promote = Policy(leader_loss="promote")
     s = [
         burst(2, name="burst2", story="Two identical requests reach a cold cache: the seed's opening example."),

@@ -35,7 +35,7 @@ verdict on a termination, or the cache's hits); the right-hand column says what 
 Every picture is a fixed path. To learn by doing, open the same design in the interactive explorer
 (`flightcheck explorer`, or `flightcheck explorer --variant early-release` to start on a bug): choose the
 next action from any state, see which slots it changed and why every other action is disabled, step back
-and branch off, and load any counterexample or engine log. A picture of it is in the README.
+and branch off, and load any counterexample or engine log. A picture of it is in docs/explore.md.
 """
 
 

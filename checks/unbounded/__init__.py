@@ -17,5 +17,5 @@ every size at once:
   inductive subset), one z3 query each with a timeout; :mod:`.result`: verdicts and counterexamples to
   induction; :mod:`.render`: text and JSON.
 
-What "for all sizes" covers, and what it does not, is in README.md ("Proofs for all sizes").
+What "for all sizes" covers, and what it does not, is in docs/proofs.md ("Proofs for all sizes").
 """
