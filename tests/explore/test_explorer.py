@@ -76,6 +76,10 @@ def test_symmetry_gives_the_same_verdicts_and_path_lengths_as_the_full_graph(nam
 from pinned import MUTANTS  # noqa: E402
 
 
+def test_every_mutant_variant_has_its_recorded_figures():
+    assert set(MUTANTS) == {n for n, v in VARIANTS.items() if v.expected_violation is not None}
+
+
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_every_mutant_fails_on_its_property_with_a_shortest_counterexample(name):
     prop, length = MUTANTS[name]
