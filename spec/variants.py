@@ -272,10 +272,15 @@ class Variant:
         """The variant's spec over a scenario."""
         return self.spec_class(scenario, policy)
 
-    def demo_spec(self) -> FlightSpec:
-        """The variant over the smallest default scenario (and policy) that shows its story."""
+    def demo_scenario(self) -> Scenario:
+        """The smallest default scenario (and policy) that shows the variant's story: the one every
+        command runs the variant on unless told otherwise."""
         from flightcheck.spec.scenario import SCENARIOS
-        return self.build(SCENARIOS[self.demo].with_policy(**dict(self.demo_policy)))
+        return SCENARIOS[self.demo].with_policy(**dict(self.demo_policy))
+
+    def demo_spec(self) -> FlightSpec:
+        """The variant over its :meth:`demo_scenario`."""
+        return self.build(self.demo_scenario())
 
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (

@@ -18,7 +18,7 @@ For example::
 
 from __future__ import annotations
 
-from flightcheck.spec.scenario import SCENARIOS, Scenario
+from flightcheck.spec.scenario import Scenario
 from flightcheck.spec.variants import VARIANTS
 
 # BMC depth for a distinguishing sequence: deep enough for every mutant's demo (check records each
@@ -28,9 +28,8 @@ PROVE_DEPTH = 6  # prove's BMC depth for a correct design (a mutant's is as deep
 
 
 def variant_scenario(name: str) -> Scenario:
-    """The variant's demo scenario under its demo policy."""
-    v = VARIANTS[name]
-    return SCENARIOS[v.demo].with_policy(**dict(v.demo_policy))
+    """The variant's demo scenario under its demo policy (:meth:`~flightcheck.spec.variants.Variant.demo_scenario`)."""
+    return VARIANTS[name].demo_scenario()
 
 
 def is_mutant(name: str) -> bool:
