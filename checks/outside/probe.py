@@ -105,7 +105,7 @@ class ShapeResult:
     shared_tokens: int
     computations_per_page: list[int]
     per_repeat: list[list[int]]
-    kind: str                      # "coalesces", "recomputes", "partial", "recovered", "no-reuse", "unknown"
+    kind: str                      # "coalesces", "recomputes", "partial", "varies", "recovered", "no-reuse", "unknown"
     verdict: str
     source: str
     exact: bool
@@ -265,6 +265,19 @@ def _check(exchanges: list[Exchange], shape: str, server: Server) -> None:
     for e in exchanges:
         if e.error is not None:
             raise ProbeError(f"{server.endpoint.base}: shape {shape}, request {e.index}: {e.error}")
+    # Why: a server that stops one stream when another request arrives (llama-cpp-python's default
+    # --interrupt_requests) ends it cleanly, [DONE] and no error, after one chunk; timings and counters of
+    # such a burst measure the interruption, not the cache, so no verdict is given from it. Identical
+    # greedy requests must produce identical outputs; a burst where they differ was cut (or the server
+    # is not deterministic at temperature 0, which the probe cannot read either).
+    if shape.startswith("identical-"):
+        outputs = [e.output for e in exchanges]
+        if len(set(outputs)) > 1:
+            lengths = [len(o) for o in outputs]
+            raise ProbeError(f"{server.endpoint.base}: shape {shape}: identical greedy requests got different outputs "
+                             f"(characters per request {lengths}): the server cut some short, or is not "
+                             "deterministic at temperature 0 (a server that interrupts one request for another, "
+                             "such as llama-cpp-python without --interrupt_requests False, cannot be probed)")
 
 
 async def run_shape(server: Server, opts: Options, rng: random.Random, shape: str, repeat: int) -> Instance:

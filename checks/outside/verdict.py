@@ -30,6 +30,8 @@ SOURCE_TIMINGS = "timings.prompt_n / timings.cache_n (llama.cpp)"
 SOURCE_USAGE = "usage.prompt_tokens_details.cached_tokens"
 SOURCE_METRICS = "/metrics totals (estimate: the server does not report per request)"
 SOURCE_TIMING = "TTFT only (estimate: the server reports no cache counters)"
+BURSTS = ("identical-", "shared-prefix-")  # the shapes whose requests are sent together
+SERIAL_SLACK_S = 0.002  # a first token this much before the previous reply's end still counts as after it
 
 
 def reading(e: Exchange) -> tuple[int | None, int | None, str | None]:
@@ -79,11 +81,32 @@ def _metrics_estimate(inst: Instance, server: Server) -> int | None:
     return max(1, min(n, k))
 
 
+def _serial_times(inst: Instance) -> list[float] | None:
+    """Each request's own time to its first token when the server served the burst one request at a time
+    (every first token came after the previous reply had ended), else None. Bursts only: their requests'
+    last bytes went out together, so their times share one origin (the late arrival's do not)."""
+    if not inst.shape.startswith(BURSTS):
+        return None
+    ex = sorted((e for e in inst.exchanges if e.ttft_s is not None and e.completion_s is not None),
+                key=lambda e: e.ttft_s)
+    if len(ex) < 2 or len(ex) != len(inst.exchanges):
+        return None
+    if any(b.ttft_s < a.completion_s - SERIAL_SLACK_S for a, b in zip(ex, ex[1:])):
+        return None
+    return [ex[0].ttft_s] + [max(0.0, b.ttft_s - a.completion_s) for a, b in zip(ex, ex[1:])]
+
+
 def _ttft_estimate(inst: Instance, cold_s: float | None) -> int | None:
+    """Requests that computed the shared part, from the TTFTs: one request at a time (a server that
+    serializes), each request that took longer than halfway from a warm to a cold first token; otherwise
+    how many cold prefills the last first token took beyond a warm one."""
     ttfts = [e.ttft_s for e in inst.exchanges if e.ttft_s is not None]
     warm = inst.control.ttft_s if inst.control is not None else None
     if not ttfts or cold_s is None or warm is None or cold_s <= warm:
         return None
+    own = _serial_times(inst)
+    if own is not None:  # queueing behind a whole reply is not recomputation: each request's own share
+        return max(1, sum(1 for t in own if t > (cold_s + warm) / 2))
     return max(1, min(len(inst.exchanges), round((max(ttfts) - warm) / (cold_s - warm))))
 
 
@@ -119,9 +142,23 @@ def analyse(shape: str, runs: list[Instance], server: Server, cold_s: float | No
     usable = [r for r in per_repeat if r]
     per_page = [median_int([r[i] for r in usable]) for i in range(len(pages))] if usable else []
     source = ", ".join(sorted(sources))
-    exact = server.token_prompts and sources <= {SOURCE_FLIGHTCHECK, SOURCE_TIMINGS, SOURCE_USAGE}
+    per_request = sources <= {SOURCE_FLIGHTCHECK, SOURCE_TIMINGS, SOURCE_USAGE}
+    exact = server.token_prompts and per_request
     kind, verdict = _verdict(shape, n, per_page, shared_tokens, exact)
+    kinds = [_verdict(shape, n, r, shared_tokens, exact)[0] for r in usable]
+    if per_request and len(set(kinds)) > 1:  # the median would pick a side of a race: say that it is one
+        kind = "varies"
+        counts = ", ".join(f"{k} in {kinds.count(k)}" for k in sorted(set(kinds), key=kinds.index))
+        verdict = (f"varies between repeats: {counts} of {len(kinds)} (per repeat {usable}): the outcome of a "
+                   "cold burst depends on its timing, a race in the server's admission"
+                   + ("" if exact else " (page counts approximate: text prompts)"))
     evidence = _evidence(runs, computed, cached, controls, ttfts, source)
+    serial = [_serial_times(inst) for inst in runs if SOURCE_TIMING in sources]
+    if serial and all(t is not None for t in serial):
+        evidence.append("the server served each burst one request at a time (every first token after the previous "
+                        "reply ended): each request's own time to its first token, ms: "
+                        + "; ".join(str([round(t * 1e3, 1) for t in times]) for times in serial)
+                        + (f" (a cold prompt alone {cold_s * 1e3:.1f} ms)" if cold_s is not None else ""))
     if per_page and all(c == 0 for c in controls if c is not None) and any(c is not None for c in controls):
         evidence.append("the warm control recovered nothing: the server reused no prefix (caching off, or "
                         "pages larger than the prompt)")
