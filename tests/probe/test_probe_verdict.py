@@ -60,13 +60,13 @@ def test_repeats_that_disagree_are_named_a_race_not_a_median():
 
 def test_a_burst_with_streams_cut_short_gets_no_verdict():
     inst = burst([(0.3, 0.4)] * 4)
-    for e in inst.exchanges:
-        e.output = " Paris is the"
-    _check(inst.exchanges, "identical-4", server())  # identical greedy requests, identical outputs
+    for e, text in zip(inst.exchanges, (" Paris is the", " Paris is a", " Paris is the", " Paris is the")):
+        e.output = text
+    _check(inst.exchanges, "identical-4", server())  # ended alike, if not always with the same words
     for e in inst.exchanges[1:]:
-        e.output = " Paris"  # one chunk, then [DONE]: what an interrupted stream carries
-    with pytest.raises(ProbeError, match=r"identical greedy requests got different outputs \(characters per request "
-                                         r"\[13, 6, 6, 6\]\): the server cut some short"):
+        e.num_outputs = 1  # one chunk, then [DONE]: what an interrupted stream carries
+    with pytest.raises(ProbeError, match=r"identical greedy requests ended after \[4, 1, 1, 1\] output chunks: "
+                                         r"the server cut some short"):
         _check(inst.exchanges, "identical-4", server())
     _check(inst.exchanges, "shared-prefix-4", server())  # prompts with tails of their own may answer differently
 
