@@ -22,6 +22,15 @@ ACTIONS = (
     "notify", "expire", "fail",
 )
 
+# Why a flight's followers were let go: a ``release`` event's ``reason``. Named apart from the release
+# *policy* (``EngineConfig.release``: "after-prefill" | "on-completion"), whose two names the first two
+# reasons share: the policy says when followers may go, the reason says which point let them go.
+RELEASE_AFTER_PREFILL = "after-prefill"    # the leader's prefill is done and its pages published
+RELEASE_ON_COMPLETION = "on-completion"    # the leader finished
+RELEASE_LEADER_ABORTED = "leader-aborted"  # the leader was cancelled before the release point
+RELEASE_LEADER_FAILED = "leader-failed"    # the leader's forward pass failed before it
+RELEASE_REASONS = (RELEASE_AFTER_PREFILL, RELEASE_ON_COMPLETION, RELEASE_LEADER_ABORTED, RELEASE_LEADER_FAILED)
+
 Listener = Callable[[dict[str, Any]], None]
 
 

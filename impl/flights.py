@@ -24,6 +24,7 @@ import time
 
 from flightcheck.impl.coordinator import Termination, num_shared
 from flightcheck.impl.errors import EngineError
+from flightcheck.impl.events import RELEASE_LEADER_ABORTED, RELEASE_LEADER_FAILED, RELEASE_ON_COMPLETION
 from flightcheck.impl.request import Phase, Request
 
 
@@ -190,7 +191,7 @@ class FlightLifecycle:
         self._end(request, Phase.FINISHED, reason)
         termination = self.coordinator.terminate(request.request_id)
         self.events.emit("finish", request=request.request_id, reason=reason, published=published)
-        self._settle(termination, "on-completion")
+        self._settle(termination, RELEASE_ON_COMPLETION)
 
     def abort(self, request_id: int) -> None:
         """A client cancel in any live phase; unknown or terminated IDs raise with nothing changed."""
@@ -200,7 +201,7 @@ class FlightLifecycle:
         self._end(request, Phase.ABORTED, "abort")
         termination = self.coordinator.terminate(request_id)
         self.events.emit("abort", request=request_id, phase=phase.value)
-        self._settle(termination, "leader-aborted")
+        self._settle(termination, RELEASE_LEADER_ABORTED)
 
     def can_fail(self, request: Request) -> bool:
         """Only a running request has a forward pass that can fail."""
@@ -217,7 +218,7 @@ class FlightLifecycle:
         termination = self.coordinator.terminate(request.request_id)
         self.counters.num_failures += 1
         self.events.emit("fail", request=request.request_id, phase=phase.value, error=error)
-        self._settle(termination, "leader-failed")
+        self._settle(termination, RELEASE_LEADER_FAILED)
 
     def _end(self, request: Request, phase: Phase, reason: str) -> None:
         """Leaves the queues and returns the pages, except what a flight leader keeps for its followers."""

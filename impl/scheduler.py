@@ -32,7 +32,7 @@ import numpy as np
 from flightcheck.impl.config import EngineConfig
 from flightcheck.impl.coordinator import Coordinator
 from flightcheck.impl.errors import UnknownRequestError
-from flightcheck.impl.events import EventLog
+from flightcheck.impl.events import RELEASE_AFTER_PREFILL, EventLog
 from flightcheck.impl.flights import FlightLifecycle
 from flightcheck.impl.pages import PagePool
 from flightcheck.impl.request import Phase, Request
@@ -362,7 +362,7 @@ class Scheduler(FlightLifecycle):
             if self.can_publish(request):
                 self.publish(request)
             if self.leads_open_flight(request) and self.can_release(request.flight_id):
-                self.release(request.flight_id, "after-prefill")
+                self.release(request.flight_id, RELEASE_AFTER_PREFILL)
             if request.phase is Phase.DECODE:
                 produced.append(request)
                 reason = self.can_finish(request)

@@ -36,6 +36,7 @@ from flightcheck.spec.model import parse_action
 from flightcheck.checks.conform.diagnosis import ConformanceError
 from flightcheck.checks.conform.explain import violated
 from flightcheck.checks.conform.monitor import Monitor
+from flightcheck.impl.events import RELEASE_AFTER_PREFILL
 from flightcheck.spec.model import Action, FlightSpec
 from flightcheck.spec.scenario import Policy, Scenario
 from flightcheck.spec.state import TERM_BOGUS_ACCEPTED, TERM_LEGIT_REJECTED
@@ -292,7 +293,7 @@ class _Driver:
         flight_id = self.monitor.tracker.flight_id(action.arg)
         if flight_id is None or not self.sched.can_release(flight_id):
             return "can_release() is false"
-        self.sched.release(flight_id, "after-prefill")
+        self.sched.release(flight_id, RELEASE_AFTER_PREFILL)
         return None
 
     def _promote(self, action: Action) -> str | None:

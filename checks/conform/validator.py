@@ -48,6 +48,8 @@ from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
 from flightcheck.checks.conform.explain import explain_guard, explain_notice, forced, lookahead, violated
 from flightcheck.checks.conform.tracker import SpecTracker, lift_state
 from flightcheck.spec.describe import describe
+from flightcheck.impl.events import (RELEASE_AFTER_PREFILL, RELEASE_LEADER_ABORTED, RELEASE_LEADER_FAILED,
+                                     RELEASE_ON_COMPLETION)
 from flightcheck.impl.pages import PAGE_SIZE
 from flightcheck.spec.model import Action, FlightSpec
 from flightcheck.spec.properties import safety_properties
@@ -280,8 +282,8 @@ class TraceValidator:
         waiters = self._waiters(b, i)
         if sorted(_ids(event.get("waiters") or [])) != sorted(waiters):
             r.append(f"released waiters (via this flight): engine {event.get('waiters') or []}, spec {waiters}")
-        reason = {FINISHED: "on-completion", ABORTED: "leader-aborted", FAILED: "leader-failed"}.get(
-            b.ph[i], "after-prefill")
+        reason = {FINISHED: RELEASE_ON_COMPLETION, ABORTED: RELEASE_LEADER_ABORTED,
+                  FAILED: RELEASE_LEADER_FAILED}.get(b.ph[i], RELEASE_AFTER_PREFILL)
         if event.get("reason") != reason:
             r.append(f"release reason: engine {event.get('reason')}, spec {reason}")
         if event.get("flight") != self.tracker.flight_id(i):

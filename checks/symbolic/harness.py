@@ -40,6 +40,7 @@ from flightcheck.checks.symbolic.bound import Bound
 from flightcheck.impl.config import EngineConfig
 from flightcheck.impl.engine import Engine
 from flightcheck.impl.errors import UnknownRequestError
+from flightcheck.impl.events import RELEASE_AFTER_PREFILL
 from flightcheck.impl.pages import PAGE_SIZE
 from flightcheck.impl.request import Phase
 
@@ -252,7 +253,7 @@ COMMANDS: dict[str, Any] = {
     "admit": lambda engine, bound, arg: engine.scheduler.admit(engine.scheduler.can_admit()),
     "prefill": _prefill,
     "publish": lambda engine, bound, arg: engine.scheduler.publish(engine.scheduler.requests[arg]),
-    "release": lambda engine, bound, arg: engine.scheduler.release(arg, "after-prefill"),
+    "release": lambda engine, bound, arg: engine.scheduler.release(arg, RELEASE_AFTER_PREFILL),
     "promote": _no_promote,
     "decode": _decode,
     "finish": _finish,
