@@ -62,7 +62,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Explore a scenario's state graph exhaustively and check every property."""
         del no_cache  # read by the console script before this command is built (checks/cli/result_cache.py)
-        from flightcheck.checks.explore.engine import ENGINES, explore_with
+        from flightcheck.checks.explore.choose import ENGINES, explore_with
         from flightcheck.checks.explore.explorer import StateLimitExceeded
         from flightcheck.checks.explore.report import print_result
         from flightcheck.spec.properties import properties_for

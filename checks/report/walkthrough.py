@@ -291,7 +291,7 @@ def scenarios_chapter() -> Chapter:
     """The default scenarios, and a run for each action a later scenario adds to the first one's."""
     # Only counts and verdicts are read here, which every explorer gives alike (tests/explore/test_batched.py),
     # so the larger scenarios run on the batched one: the reference took most of the walkthrough's time.
-    from flightcheck.checks.explore.engine import explore_with
+    from flightcheck.checks.explore.choose import explore_with
 
     names = list(SCENARIOS)
     seen = {a.name for a in FlightSpec(SCENARIOS[names[0]]).actions}

@@ -41,7 +41,7 @@ def load_api() -> SimpleNamespace:
     from flightcheck.spec.variants import VARIANTS
 
     try:
-        from flightcheck.checks.explore.engine import explore_with as explore
+        from flightcheck.checks.explore.choose import explore_with as explore
     except ImportError:  # before the batched explorer: the reference one
         from flightcheck.checks.explore.explorer import explore
     for name in ("describe",):

@@ -78,7 +78,7 @@ def _where(scn: Any) -> dict[str, Any]:
 
 # --- explore ---------------------------------------------------------------------------------------------
 def _explore_one(scn: Any) -> tuple[str, bool, int, list[str], float, int, dict[str, Any]]:
-    from flightcheck.checks.explore.engine import explore_with as explore
+    from flightcheck.checks.explore.choose import explore_with as explore
     from flightcheck.checks.explore.fingerprint import property_fingerprint
     from flightcheck.spec.model import FlightSpec
 
@@ -134,7 +134,7 @@ def variants_stage(ctx: Context) -> list[Row]:
     with the recorded shortest path, and violate exactly the recorded properties (every one they
     violate, not only their own: a property that stops failing where it failed, or starts, is a changed
     property as much as a changed design)."""
-    from flightcheck.checks.explore.engine import explore_with as explore
+    from flightcheck.checks.explore.choose import explore_with as explore
 
     rows = []
     for v in VARIANTS.values():

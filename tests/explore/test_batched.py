@@ -10,7 +10,7 @@ import pytest
 from flightcheck.checks.explore.batched import MemoryBoundExceeded, explore_batched
 from flightcheck.checks.explore.canonical import BatchedSymmetry
 from flightcheck.checks.explore.counterexample import Counterexample
-from flightcheck.checks.explore.engine import AUTO_THRESHOLD, explore_with
+from flightcheck.checks.explore.choose import AUTO_THRESHOLD, explore_with
 from flightcheck.checks.explore.explorer import StateLimitExceeded, explore
 from flightcheck.checks.explore.packing import StateCodec
 from flightcheck.checks.explore.transitions import BatchedTransitions
