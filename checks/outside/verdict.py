@@ -98,15 +98,19 @@ def _serial_times(inst: Instance) -> list[float] | None:
 
 def _ttft_estimate(inst: Instance, cold_s: float | None) -> int | None:
     """Requests that computed the shared part, from the TTFTs: one request at a time (a server that
-    serializes), each request that took longer than halfway from a warm to a cold first token; otherwise
-    how many cold prefills the last first token took beyond a warm one."""
+    serializes), the first one and each other that took longer than halfway from a warm first token to
+    the first one's; otherwise how many cold prefills the last first token took beyond a warm one."""
     ttfts = [e.ttft_s for e in inst.exchanges if e.ttft_s is not None]
     warm = inst.control.ttft_s if inst.control is not None else None
     if not ttfts or cold_s is None or warm is None or cold_s <= warm:
         return None
     own = _serial_times(inst)
-    if own is not None:  # queueing behind a whole reply is not recomputation: each request's own share
-        return max(1, sum(1 for t in own if t > (cold_s + warm) / 2))
+    if own is not None:
+        # Queueing behind a whole reply is not recomputation: each request's own share of the wait. The
+        # first one served computed the whole cold prompt (a fresh nonce) at the same moment and under the
+        # same load as the others, so it is the cold reference (a cold prompt measured in another shape
+        # may have met another load).
+        return 1 + sum(1 for t in own[1:] if t > (own[0] + warm) / 2)
     return max(1, min(len(inst.exchanges), round((max(ttfts) - warm) / (cold_s - warm))))
 
 

@@ -39,6 +39,10 @@ def test_a_server_that_serves_one_request_at_a_time_is_not_read_as_recomputing()
     recompute = [(0.30, 0.40), (0.70, 0.80), (1.10, 1.20), (1.50, 1.60)]
     r = analyse("identical-4", [burst(recompute)], server(False), cold_s=0.30)
     assert r.computations_per_page == [4, 4, 4, 4] and r.kind == "recomputes"
+    # The cold reference is the burst's own first request: a cold prompt timed in another shape, under
+    # a lighter load, does not turn a follower's tail into a recomputation.
+    loaded = [(1.33, 1.40), (1.75, 1.80), (1.97, 2.00), (2.13, 2.20)]  # own 1330, 350, 170, 130 ms
+    assert analyse("identical-4", [burst(loaded)], server(False), cold_s=0.49).computations_per_page == [1, 1, 1, 1]
 
 
 def test_a_batching_server_is_read_by_its_last_first_token():
