@@ -62,7 +62,7 @@ def prove_bounded_command(scenario: Optional[str], variant: str, depth: Optional
     console = Console()
     runs, violated = [], False
     for policy_scn in scenario_policies(scn, release, publication, coordination,
-                                (scn.policy.release,) if demo else RELEASES):
+                                        (scn.policy.release,) if demo else RELEASES):
         spec = VARIANTS[variant].build(policy_scn)
         run_depth, why = (depth, "") if depth is not None else (
             _mutant_depth(variant, policy_scn) if is_mutant(variant) else (PROVE_DEPTH, ""))
