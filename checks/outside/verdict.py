@@ -31,7 +31,8 @@ SOURCE_USAGE = "usage.prompt_tokens_details.cached_tokens"
 SOURCE_METRICS = "/metrics totals (estimate: the server does not report per request)"
 SOURCE_TIMING = "TTFT only (estimate: the server reports no cache counters)"
 BURSTS = ("identical-", "shared-prefix-")  # the shapes whose requests are sent together
-SERIAL_SLACK_S = 0.002  # a first token this much before the previous reply's end still counts as after it
+SERIAL_SLACK_S = 0.002
+SERIAL_RECOMPUTE = 0.75  # of a serial burst's first (cold) time beyond a warm one: a follower past it recomputed  # a first token this much before the previous reply's end still counts as after it
 
 
 def reading(e: Exchange) -> tuple[int | None, int | None, str | None]:
@@ -98,8 +99,9 @@ def _serial_times(inst: Instance) -> list[float] | None:
 
 def _ttft_estimate(inst: Instance, cold_s: float | None) -> int | None:
     """Requests that computed the shared part, from the TTFTs: one request at a time (a server that
-    serializes), the first one and each other that took longer than halfway from a warm first token to
-    the first one's; otherwise how many cold prefills the last first token took beyond a warm one."""
+    serializes), the first one and each other that took three quarters of the first one's time beyond a
+    warm first token (:data:`SERIAL_RECOMPUTE`); otherwise how many cold prefills the last first token took
+    beyond a warm one."""
     ttfts = [e.ttft_s for e in inst.exchanges if e.ttft_s is not None]
     warm = inst.control.ttft_s if inst.control is not None else None
     if not ttfts or cold_s is None or warm is None or cold_s <= warm:
@@ -110,7 +112,10 @@ def _ttft_estimate(inst: Instance, cold_s: float | None) -> int | None:
         # first one served computed the whole cold prompt (a fresh nonce) at the same moment and under the
         # same load as the others, so it is the cold reference (a cold prompt measured in another shape
         # may have met another load).
-        return 1 + sum(1 for t in own[1:] if t > (own[0] + warm) / 2)
+        # A request that reused the shared part still computes what is its own (a shared-prefix burst's
+        # tails, a fifth of its prompt here, which a loaded machine stretched to half the cold time), so
+        # only one that took three quarters of the first one's time beyond a warm one recomputed it.
+        return 1 + sum(1 for t in own[1:] if t > warm + SERIAL_RECOMPUTE * (own[0] - warm))
     return max(1, min(len(inst.exchanges), round((max(ttfts) - warm) / (cold_s - warm))))
 
 
