@@ -28,6 +28,7 @@ FLIGHTCHECK_SLOW=1 runs three.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import re
@@ -85,6 +86,24 @@ def wait_ready(proc: subprocess.Popen, port: int, log: Path) -> None:
     raise AssertionError(f"the peer server did not answer within {START_TIMEOUT_S} s:\n{log.read_text()[-3000:]}")
 
 
+@contextlib.contextmanager
+def served(argv: list[str], port: int, log: Path, env: dict | None = None):
+    """A peer server started from ``argv`` (its output in ``log``), its URL while it answers on ``port``,
+    and always stopped afterwards."""
+    with open(log, "w") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+    try:
+        wait_ready(proc, port, log)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(15)
+
+
 def evaluations(log_text: str) -> list[tuple[int, int]]:
     """(tokens reused from the previous request's KV, tokens evaluated) per completion, from the verbose log:
     a completion with no prefix-match line evaluated its whole prompt (llama_perf's 'prompt eval ... / N tokens')."""
@@ -112,22 +131,10 @@ def peer(tmp_path_factory):
     if subprocess.run([str(python), "-c", "import llama_cpp.server"], capture_output=True).returncode != 0:
         pytest.skip(f"{python} cannot import llama_cpp.server")
     port, log = free_port(), tmp_path_factory.mktemp("peer") / "server.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [str(python), "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-             "--port", str(port), "--n_threads", "1", "--n_ctx", "8192", "--interrupt_requests", "False",
-             "--verbose", "True"],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    try:
-        wait_ready(proc, port, log)
-        yield f"http://127.0.0.1:{port}/v1", log
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(15)
+    with served([str(python), "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port",
+                 str(port), "--n_threads", "1", "--n_ctx", "8192", "--interrupt_requests", "False",
+                 "--verbose", "True"], port, log) as url:
+        yield url, log
 
 
 def test_llama_cpp_python_serializes_and_reuses_the_previous_prefix(peer):
@@ -189,20 +196,9 @@ def mlxlm(tmp_path_factory):
     if blas.exists():  # the fast BLAS, as flightcheck's own engine loads it (impl/blas.py)
         env["LD_PRELOAD"] = str(blas)
     log = tmp / "server.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen([str(python), "-m", "mlx_lm.server", "--model", str(folder), "--host", "127.0.0.1",
-                                 "--port", str(port)], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env)
-    try:
-        wait_ready(proc, port, log)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(15)
+    with served([str(python), "-m", "mlx_lm.server", "--model", str(folder), "--host", "127.0.0.1", "--port",
+                 str(port)], port, log, env) as url:
+        yield url
 
 
 def test_mlx_lm_is_read_per_request_and_recovers_a_late_arrival(mlxlm):
