@@ -84,7 +84,6 @@ class Exchange:
     completion_s: float | None = None
     num_chunks: int = 0
     num_outputs: int = 0                   # chunks that carried output (text, token ids, chat content)
-    output: str = ""                       # the text (or token ids, as text) the stream carried, joined
     usage: dict | None = None
     timings: dict | None = None            # llama.cpp's per-response timings (prompt_n, cache_n)
     extension: dict | None = None          # flightcheck's reply extension (prompt_tokens_computed, role)
@@ -196,21 +195,6 @@ def _first_token(chunk: dict, *, ends: bool = True) -> bool:
     return False
 
 
-def _output_of(chunk: dict) -> str:
-    """The output a stream chunk carries, as text: its text or chat content, and any token ids."""
-    out = []
-    for choice in chunk.get("choices") or ():
-        if not isinstance(choice, dict):
-            continue
-        delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
-        for part in (choice.get("text"), delta.get("content")):
-            if isinstance(part, str):
-                out.append(part)
-        if isinstance(choice.get("token_ids"), list):
-            out.append("".join(f"<{t}>" for t in choice["token_ids"]))
-    return "".join(out)
-
-
 async def stream_completion(endpoint: Endpoint, body: dict, exchange: Exchange, *, timeout: float,
                             conn: Connection | None = None, sent_at: float | None = None) -> Exchange:
     """Streams one completion into ``exchange`` (opening a connection unless one with the request already
@@ -244,7 +228,6 @@ async def stream_completion(endpoint: Endpoint, body: dict, exchange: Exchange, 
                         continue
                     exchange.num_chunks += 1
                     exchange.num_outputs += _first_token(event, ends=False)
-                    exchange.output += _output_of(event)
                     if exchange.ttft_s is None and _first_token(event):
                         exchange.ttft_s = time.perf_counter() - start
                         exchange.first_token.set()

@@ -68,9 +68,7 @@ def test_repeats_that_disagree_are_named_a_race_not_a_median():
 
 def test_a_burst_with_streams_cut_short_gets_no_verdict():
     inst = burst([(0.3, 0.4)] * 4)
-    for e, text in zip(inst.exchanges, (" Paris is the", " Paris is a", " Paris is the", " Paris is the")):
-        e.output = text
-    _check(inst.exchanges, "identical-4", server())  # ended alike, if not always with the same words
+    _check(inst.exchanges, "identical-4", server())  # ended alike (their words are not compared)
     for e in inst.exchanges[1:]:
         e.num_outputs = 1  # one chunk, then [DONE]: what an interrupted stream carries
     with pytest.raises(ProbeError, match=r"identical greedy requests ended after \[4, 1, 1, 1\] output chunks: "
