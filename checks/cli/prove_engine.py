@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 
+from flightcheck.checks.cli.common import mutant_named
 from flightcheck.checks.errors import check_choice, usage_error
 
 
@@ -17,7 +18,6 @@ def prove_engine_command(bound_text: Optional[str], mutant: Optional[str], metho
     """``prove --engine``: the engine's guard/command pairs against the spec's actions at every engine state
     in the bound (:mod:`flightcheck.checks.symbolic`); exit 1 on a counterexample, 0 only when every action
     is verified (an unfinished action is not a pass: exit 1, said so)."""
-    from flightcheck.checks.conform.mutants import MUTANTS
     from flightcheck.checks.symbolic.bound import parse_bound
     from flightcheck.checks.symbolic.check import METHODS, check_engine
 
@@ -25,8 +25,7 @@ def prove_engine_command(bound_text: Optional[str], mutant: Optional[str], metho
         bound = parse_bound(bound_text or "2,3")
     except ValueError as error:
         raise usage_error(f"--bound: {error}") from None
-    if mutant is not None and mutant not in MUTANTS:
-        raise usage_error(f"unknown --mutant {mutant!r}; known: {', '.join(MUTANTS)}")
+    mutant_named(mutant)  # an unknown name is a usage error listing the known ones
     check_choice("method", method, METHODS)
     if seconds is not None and seconds <= 0:
         raise usage_error(f"--seconds must be > 0; got {seconds}")
