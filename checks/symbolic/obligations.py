@@ -247,7 +247,8 @@ def run_command(engine: Any, bound: Bound, namer: Namer, command: Command, tr: S
 
     taken: list[Action] = []
 
-    def fail(kind: str, summary: str, action: str | None = None, diff: Any = ()) -> tuple[Any, list[Finding], list]:
+    def fail(kind: str, summary: str, action: str | None = None, diff: Any = (),
+             finishing: Any = None) -> tuple[Any, list[Finding], list]:
         props = []
         try:
             props = violated(spec2, abstract_state(after, tr2))
@@ -255,7 +256,7 @@ def run_command(engine: Any, bound: Bound, namer: Namer, command: Command, tr: S
             pass
         about = action.split("(")[0] if action and kind == "guard" else name
         return after, [Finding(about, kind, summary, command, action or (str(want) if want else None), list(diff),
-                               props)], taken
+                               props, finishing)], taken
 
     if refused is not None and name != "notify":
         return fail("raised", f"{command} raised {type(refused).__name__}: {refused}")
@@ -297,8 +298,6 @@ def run_command(engine: Any, bound: Bound, namer: Namer, command: Command, tr: S
         wrong = finish_problem(thaw(frozen) if frozen is not None else copy_engine(engine), command.arg)
         if wrong is not None:
             context, got = wrong
-            out = fail("finish-reason", f"in the context '{context}', can_finish({command.arg}) says {got!r}; the "
-                       f"contract says {context.expected()!r}", str(own[0]))
-            out[1][0].finishing = context
-            return out
+            return fail("finish-reason", f"in the context '{context}', can_finish({command.arg}) says {got!r}; the "
+                        f"contract says {context.expected()!r}", str(own[0]), finishing=context)
     return after, [], taken
