@@ -25,7 +25,7 @@ import time
 from flightcheck.impl.coordinator import Termination, num_shared
 from flightcheck.impl.errors import EngineError
 from flightcheck.impl.events import RELEASE_LEADER_ABORTED, RELEASE_LEADER_FAILED, RELEASE_ON_COMPLETION
-from flightcheck.impl.request import Phase, Request
+from flightcheck.impl.request import FINISH_ABORTED, Phase, Request
 
 
 class FlightLifecycle:
@@ -198,7 +198,7 @@ class FlightLifecycle:
         request = self.live(request_id)
         assert self.coordinator.is_known(request_id)
         phase = request.phase
-        self._end(request, Phase.ABORTED, "abort")
+        self._end(request, Phase.ABORTED, FINISH_ABORTED)
         termination = self.coordinator.terminate(request_id)
         self.events.emit("abort", request=request_id, phase=phase.value)
         self._settle(termination, RELEASE_LEADER_ABORTED)

@@ -8,6 +8,11 @@ from enum import Enum
 from flightcheck.impl.sampling import Sampler, SamplingParams
 
 
+# The finish reason of a request its client cancelled (its terminal event is an ``abort``); the others are
+# "eos", "stop", "length" and "error".
+FINISH_ABORTED = "abort"
+
+
 class Phase(str, Enum):
     """A request's phase, named as in the spec (a blocked follower holds no pages)."""
 

@@ -55,3 +55,43 @@ def test_a_registry_entry_is_what_runs():
     finally:
         counters.COUNT["abort"] = saved
     assert calls == [2]
+
+
+# The named facts about actions (spec/actions.py) that code outside the spec asks instead of comparing an
+# action's name with a literal: each holds spec action names only, and the roles give each action one.
+FACTS = ("ENGINE_ACTIONS", "ENVIRONMENT_ACTIONS", "TERMINATIONS", "SUBMISSIONS", "ADMISSIONS", "PROMPT_PASSES",
+         "TOKEN_PASSES", "FORWARD_PASSES", "CACHE_PUBLICATIONS", "FOLLOWER_RELEASES", "HANDOVERS", "FLIGHT_ACTIONS",
+         "COMPLETIONS", "SLOT_ACTIONS", "CHOSEN_BY_ENGINE", "CANCELS", "NOTICES", "EXPIRIES", "PASS_FAILURES")
+
+
+@pytest.mark.parametrize("fact", FACTS)
+def test_each_action_fact_names_spec_actions(fact):
+    from flightcheck.spec import actions
+
+    members = set(getattr(actions, fact))
+    assert members, f"spec/actions.py {fact} is empty"
+    assert not members - set(ACTION_NAMES), f"spec/actions.py {fact} names no spec action: {sorted(members - set(ACTION_NAMES))}"
+
+
+def test_the_roles_give_each_action_exactly_one():
+    from flightcheck.spec.actions import ROLES
+
+    for name in ACTION_NAMES:
+        assert sum(name in role for role in ROLES) == 1, f"{name} has {sum(name in role for role in ROLES)} roles"
+    assert set().union(*ROLES) == set(ACTION_NAMES)
+
+
+def test_the_workload_readers_facts_are_the_specs():
+    # checks/workload may not import the spec: its reader of engine logs names the facts it asks itself.
+    from flightcheck.checks.workload import trace
+    from flightcheck.spec import actions
+
+    for fact in ("SUBMISSIONS", "TOKEN_PASSES", "PROMPT_PASSES"):
+        assert getattr(trace, fact) == getattr(actions, fact), f"checks/workload/trace.py {fact} differs from the spec's"
+
+
+def test_the_program_operations_facts_name_operations():
+    from flightcheck.checks.conform.program import NOTICE_OPS, OP_NAMES, PICKING_OPS, SUBMIT_OPS
+
+    for name, fact in (("SUBMIT_OPS", SUBMIT_OPS), ("PICKING_OPS", PICKING_OPS), ("NOTICE_OPS", NOTICE_OPS)):
+        assert fact and fact <= set(OP_NAMES), f"checks/conform/program.py {name} names no operation: {sorted(fact - set(OP_NAMES))}"

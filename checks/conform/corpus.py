@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from flightcheck.checks.conform.generate import random_ops, scenario_program
-from flightcheck.checks.conform.program import Program
+from flightcheck.checks.conform.program import SUBMIT_OPS, Program
 from flightcheck.checks.conform.runner import RunOutcome, run_program
 
 CORPUS_PATH = Path(__file__).with_name("corpus.json")
@@ -87,10 +87,10 @@ def _mutate(rng: random.Random, program: Program) -> Program:
     kind = rng.random()
     if kind < 0.4 and ops:
         k = rng.randrange(len(ops) + 1)
-        ops[k:k] = [op for op in extra if op[0] != "arrive"][:1] or [("step", 1)]
+        ops[k:k] = [op for op in extra if op[0] not in SUBMIT_OPS][:1] or [("step", 1)]
     elif kind < 0.7 and len(ops) > 1:
         k = rng.randrange(len(ops))
-        if ops[k][0] != "arrive":
+        if ops[k][0] not in SUBMIT_OPS:
             del ops[k]
     elif len(ops) > 1:
         a, b = rng.randrange(len(ops)), rng.randrange(len(ops))

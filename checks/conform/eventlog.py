@@ -21,6 +21,7 @@ from flightcheck.checks.conform.tracker import SpecTracker
 from flightcheck.checks.conform.validator import TraceValidator
 from flightcheck.checks.inputs import (MAX_LOG_REQUESTS, MAX_REASON_CHARS, MAX_SHOWN_CHARS, InputError, json_records,
                                        printable, read_lines, shorten)
+from flightcheck.spec.actions import SUBMISSIONS, TOKEN_PASSES
 from flightcheck.spec.describe import describe
 from flightcheck.spec.model import FlightSpec
 from flightcheck.spec.scenario import Policy, Scenario
@@ -99,7 +100,7 @@ def validate_events(events: Iterable[dict[str, Any]], policy: Policy, *, num_pag
     events, checker = list(events), LogChecker("event log")
     for num, ev in enumerate(events, 1):  # the schema first: the validator never sees a malformed event
         checker.check(ev, None, f"event {num}")
-    arrivals = sum(ev["action"] == "arrive" for ev in events)
+    arrivals = sum(ev["action"] in SUBMISSIONS for ev in events)
     if arrivals > MAX_LOG_REQUESTS:
         raise InputError(source, None, None, f"holds {arrivals:,} requests, more than the {MAX_LOG_REQUESTS} a log "
                          "validated offline may hold (the validator grows the spec with every request and checks "
@@ -107,7 +108,7 @@ def validate_events(events: Iterable[dict[str, Any]], policy: Policy, *, num_pag
     started = time.monotonic()
     decodes: dict[int, int] = {}
     for ev in events:
-        if ev["action"] == "decode":
+        if ev["action"] in TOKEN_PASSES:
             decodes[ev["request"]] = decodes.get(ev["request"], 0) + 1
     options = {} if num_pages is not None or scenario is not None else {"eviction": True}
     tracker = SpecTracker(policy, scenario=scenario, spec_class=spec_class, num_pages=num_pages, options=options)
@@ -118,7 +119,7 @@ def validate_events(events: Iterable[dict[str, Any]], policy: Policy, *, num_pag
                              f"event {num} of {len(events):,} (the cost of an event grows with the requests arrived "
                              "and their pages); validate a shorter run")
         name = ev["action"]
-        if name == "arrive":
+        if name in SUBMISSIONS:
             bound = ev["max_tokens"] - 1 if "max_tokens" in ev else decodes.get(ev["request"], 0)
             if context is not None:
                 bound = min(bound, context - ev["num_tokens"])

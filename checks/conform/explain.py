@@ -19,6 +19,7 @@ from collections import deque
 
 from flightcheck.checks.conform import fastcheck
 from flightcheck.spec import pool
+from flightcheck.spec.actions import FLIGHT_ACTIONS
 from flightcheck.spec.describe import page_name
 from flightcheck.spec.model import Action, FlightSpec
 from flightcheck.spec import properties as spec_properties
@@ -33,7 +34,7 @@ def explain_guard(spec: FlightSpec, state: State, action: Action) -> list[str]:
     n, i = action.name, action.arg
     out: list[str] = []
     pending = [f for f in range(spec.num_requests) if spec.is_orphaned(s, f)]
-    if pending and n not in ("release", "promote"):
+    if pending and n not in FLIGHT_ACTIONS:
         f = pending[0]
         out.append(f"flight f{f}'s leader r{f} is {PHASE_NAMES[s.ph[f]]}: the engine releases or hands on its "
                    "flight in the same call, before anything else happens")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import random
 
-from flightcheck.checks.conform.program import KINDS, REFUSALS, Op, Program, Setup, Template
+from flightcheck.checks.conform.program import KINDS, NOTICE_OPS, PICKING_OPS, REFUSALS, SUBMIT_OPS, Op, Program, Setup, Template
 from flightcheck.checks.conform.prompts import lifetime_pages, scenario_tokens, tree_shapes
 from flightcheck.spec.scenario import LEADER_LOSSES, PUBLICATIONS, RELEASES, SCENARIOS
 
@@ -104,17 +104,17 @@ def random_ops(rng: random.Random, num_templates: int, allowed: tuple[str, ...] 
     ops: list[Op] = []
     for _ in range(length or rng.randint(4, 28)):
         name = rng.choices(names, weights)[0]
-        if name == "arrive":
+        if name in SUBMIT_OPS:
             if once and not pending:
                 continue
             t = pending.pop() if once else rng.randrange(num_templates)
             ops.append(("arrive", t, rng.choice((0.0, 0.0, 0.8)), rng.randint(0, 3)))
         elif name == "step":
             ops.append(("step", rng.choice((1, 1, 1, 2, 3))))
-        elif name in ("abort", "fault", "hold"):
+        elif name in PICKING_OPS:
             ops.append((name, rng.choice(KINDS), rng.randint(0, 3)))
-        elif name == "notify":
-            ops.append(("notify", rng.choice(("unknown", "terminated")), rng.randint(0, 5)))
+        elif name in NOTICE_OPS:
+            ops.append((name, rng.choice(("unknown", "terminated")), rng.randint(0, 5)))
         else:
             ops.append((name, rng.randint(0, 3)))
     if once:
@@ -133,7 +133,7 @@ def _with_refusals(side: random.Random, ops: list[Op]) -> list[Op]:
     out = list(ops)
     for _ in range(side.randint(1, 3)):
         call = side.choice(("expire", "expire", "hold", "fault"))
-        after = [n + 1 for n, op in enumerate(out) if op[0] in ("arrive", "step")]
+        after = [n + 1 for n, op in enumerate(out) if op[0] in SUBMIT_OPS or op[0] == "step"]
         where = side.choice(after) if after else side.randint(0, len(out))
         out.insert(where, ("refuse", call, side.choice(REFUSALS[call]), side.randint(0, 3)))
     return out

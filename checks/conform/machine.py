@@ -32,7 +32,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from flightcheck.checks.conform.diagnosis import ConformanceError
 from flightcheck.checks.conform.generate import OPTIONAL
-from flightcheck.checks.conform.program import KINDS, REFUSALS, Setup, Template
+from flightcheck.checks.conform.program import KINDS, NOTICE_OPS, PICKING_OPS, REFUSALS, Setup, Template
 from flightcheck.checks.conform.prompts import lifetime_pages, tree_shapes
 from flightcheck.checks.conform.results import ConformFailure, ConformOptions, ConformResult
 from flightcheck.checks.conform.runner import ProgramRun
@@ -109,9 +109,9 @@ class EngineConformance(RuleBasedStateMachine):
         """One of the run's enabled client-side operations."""
         name = data.draw(st.sampled_from(self.enabled), "client operation")
         k = data.draw(st.integers(0, 3), "which")
-        if name in ("abort", "fault", "hold"):
+        if name in PICKING_OPS:
             op = (name, data.draw(st.sampled_from(KINDS), "kind"), k)
-        elif name == "notify":
+        elif name in NOTICE_OPS:
             op = (name, data.draw(st.sampled_from(("unknown", "terminated")), "notify kind"), k)
         else:
             op = (name, k)

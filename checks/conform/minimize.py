@@ -10,7 +10,7 @@ For example::
     >>> from flightcheck.checks.conform.program import Program, Setup, Template
     >>> setup = Setup({"max_running": 2, "num_pages": 8}, (Template((3,) * 40, 2, "A"),))
     >>> prog = Program(setup, (("step", 3), ("arrive", 0, 0.0, 0), ("notify", "unknown", 1), ("step", 2)))
-    >>> fails = lambda p: any(op[0] == "notify" for op in p.ops)   # a stand-in for "still fails"
+    >>> fails = lambda p: any(op[0] in NOTICE_OPS for op in p.ops)   # a stand-in for "still fails"
     >>> minimize(prog, fails).ops
     (('notify', 'unknown', 0),)
 """
@@ -21,7 +21,7 @@ import time
 from typing import Callable
 
 from flightcheck.checks.conform.diagnosis import Diagnosis
-from flightcheck.checks.conform.program import Program
+from flightcheck.checks.conform.program import NOTICE_OPS, PICKING_OPS, SUBMIT_OPS, Program
 
 
 def same_failure(a: Diagnosis, b: Diagnosis | None) -> bool:
@@ -63,12 +63,12 @@ def _simpler(op: tuple) -> list[tuple]:
     name = op[0]
     if name == "step" and op[1] > 1:
         return [("step", 1)]
-    if name in ("abort", "fault", "hold") and (op[1] != "any" or op[2] != 0):
+    if name in PICKING_OPS and (op[1] != "any" or op[2] != 0):
         return [(name, op[1], 0)] if op[2] != 0 else []
-    if name in ("notify",) and op[2] != 0:
+    if name in NOTICE_OPS and op[2] != 0:
         return [(name, op[1], 0)]
     if name in ("resume", "expire") and op[1] != 0:
         return [(name, 0)]
-    if name == "arrive" and (op[2] != 0.0 or op[3] != 0):
-        return [("arrive", op[1], 0.0, 0)]
+    if name in SUBMIT_OPS and (op[2] != 0.0 or op[3] != 0):
+        return [(name, op[1], 0.0, 0)]
     return []

@@ -58,6 +58,13 @@ from flightcheck.checks.inputs import (BOOL, COUNT, MAX_ENGINE_PAGES, MAX_KV_POO
 
 Op = tuple
 OP_NAMES = ("arrive", "step", "abort", "notify", "hold", "resume", "expire", "fault", "refuse")
+# Named facts about the operations, so that code asks them rather than compare an operation's name with a
+# literal (tests/test_registries.py holds each to OP_NAMES): the operations that submit a request (the
+# spec's arrival), those that pick a live request by kind and position, and the termination notices of a
+# request that is not live (an unknown ID or a terminated request).
+SUBMIT_OPS = frozenset({"arrive"})
+PICKING_OPS = frozenset({"abort", "fault", "hold"})
+NOTICE_OPS = frozenset({"notify"})
 KINDS = ("leader", "follower", "waiting", "running", "any")
 # The client calls a ``refuse`` operation makes, and the requests each must be refused for.
 REFUSALS = {"expire": ("unblocked", "terminated", "unknown"), "hold": ("terminated", "unknown"),
@@ -142,13 +149,13 @@ class Program:
 def describe_op(op: Op) -> str:
     """One operation in words, e.g. ``abort(the 1st leader)``."""
     name = op[0]
-    if name == "arrive":
+    if name in SUBMIT_OPS:
         return f"arrive(t{op[1]}, temperature {op[2]}, seed {op[3]})"
     if name == "step":
         return "step()" + (f" x{op[1]}" if op[1] != 1 else "")
-    if name in ("abort", "fault", "hold"):
+    if name in PICKING_OPS:
         return f"{name}({_nth(op[2])} {op[1]})"
-    if name == "notify":
+    if name in NOTICE_OPS:
         return f"notify({'an unknown ID' if op[1] == 'unknown' else _nth(op[2]) + ' terminated request'})"
     if name == "refuse":
         who = "an unknown ID" if op[2] == "unknown" else f"{_nth(op[3])} {op[2]} request"
@@ -298,7 +305,7 @@ def parse_program(obj: Any, source: str = "<program>", line_number: int | None =
             if steps > MAX_PROGRAM_STEPS:
                 raise fail(f"ops[{n}][1]", f"the program's steps add up to more than {MAX_PROGRAM_STEPS:,} "
                                            "(MAX_PROGRAM_STEPS)")
-        elif op[0] == "arrive":
+        elif op[0] in SUBMIT_OPS:
             arrivals += 1
             if arrivals > MAX_PROGRAM_ARRIVALS:
                 raise fail(f"ops[{n}]", f"the program has more than {MAX_PROGRAM_ARRIVALS} arrivals "
@@ -319,7 +326,7 @@ def _check_op(op: Any, n: int, num_templates: int, fail: Any) -> None:
                           f"({', '.join(a for a, _ in args)}), got {len(op) - 1}: {shown(op)}")
     for k, ((what, kind), value) in enumerate(zip(args, op[1:]), 1):
         found = kind.problem(value)
-        if found is None and op[0] == "arrive" and what == "template" and value >= num_templates:
+        if found is None and op[0] in SUBMIT_OPS and what == "template" and value >= num_templates:
             found = "", f"must name one of the setup's {num_templates} templates (0 to {num_templates - 1}), got {value}"
         if found is None and op[0] == "refuse" and what == "kind" and value not in REFUSALS[op[1]]:
             found = "", f"must be one of {', '.join(REFUSALS[op[1]])} for a refused {op[1]}, got {shown(value)}"

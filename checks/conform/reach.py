@@ -40,7 +40,8 @@ from __future__ import annotations
 from typing import Any
 
 from flightcheck.spec import pool
-from flightcheck.spec.actions import Action, parse_action
+from flightcheck.spec.actions import (ADMISSIONS, CACHE_PUBLICATIONS, COMPLETIONS, FLIGHT_ACTIONS, FOLLOWER_RELEASES,
+                                       PROMPT_PASSES, SLOT_ACTIONS, Action, parse_action)
 from flightcheck.spec.state import DECODE, PREFILL
 
 RULES = ("publish-in-step", "release-in-step", "finish-at-limit", "admit-first", "decodes-first",
@@ -54,27 +55,27 @@ def reason(spec: Any, state: Any, action: Action) -> str:
     name, i = action.name, action.arg
     if spec.policy.publication == "incremental":
         for j in range(n):
-            if pool.is_running(s, j) and s.pubd[j] < spec.published_upto(s, j) and not (name == "publish" and i == j):
+            if pool.is_running(s, j) and s.pubd[j] < spec.published_upto(s, j) and not (name in CACHE_PUBLICATIONS and i == j):
                 return "publish-in-step"
     if spec.policy.release == "after-prefill" and spec.policy.single_flight:
         for f in range(n):
             if spec.leads_open_flight(s, f) and s.ph[f] == DECODE and s.pubd[f] >= spec.shareable(f) \
-                    and not (name == "release" and i == f):
+                    and not (name in FOLLOWER_RELEASES and i == f):
                 return "release-in-step"
     for j in range(n):
-        if s.ph[j] == DECODE and s.dec[j] >= spec.scenario.requests[j].num_decode and not (name == "finish" and i == j):
+        if s.ph[j] == DECODE and s.dec[j] >= spec.scenario.requests[j].num_decode and not (name in COMPLETIONS and i == j):
             return "finish-at-limit"
-    engine_step = spec.is_engine(action) and name not in ("release", "promote")
-    if engine_step and name != "admit" and any(spec.guard(state, Action("admit", j)) for j in range(n)):
+    engine_step = spec.is_engine(action) and name not in FLIGHT_ACTIONS
+    if engine_step and name not in ADMISSIONS and any(spec.guard(state, Action(a, j)) for a in ADMISSIONS for j in range(n)):
         return "admit-first"
-    if name == "prefill" and any(s.ph[j] == DECODE and s.dec[j] < spec.scenario.requests[j].num_decode
+    if name in PROMPT_PASSES and any(s.ph[j] == DECODE and s.dec[j] < spec.scenario.requests[j].num_decode
                                  for j in range(n) if j != i):
         return "decodes-first"
-    if name == "finish":
+    if name in COMPLETIONS:
         return "finish-after-token"
-    if name == "prefill" and any(s.ph[j] == PREFILL for j in range(n) if j < i):
+    if name in PROMPT_PASSES and any(s.ph[j] == PREFILL for j in range(n) if j < i):
         return "prefill-budget"
-    if name == "evict":
+    if name in SLOT_ACTIONS:
         return "pressure-only"
     return "unexplained"
 

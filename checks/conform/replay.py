@@ -37,9 +37,14 @@ from flightcheck.checks.conform.diagnosis import ConformanceError
 from flightcheck.checks.conform.explain import violated
 from flightcheck.checks.conform.monitor import Monitor
 from flightcheck.impl.events import RELEASE_AFTER_PREFILL
+from flightcheck.spec.actions import NOTICES, SLOT_ACTIONS, SUBMISSIONS
 from flightcheck.spec.model import Action, FlightSpec
 from flightcheck.spec.scenario import Policy, Scenario
 from flightcheck.spec.state import TERM_BOGUS_ACCEPTED, TERM_LEGIT_REJECTED
+
+# The actions whose argument need not name a request that arrived in the engine: a fresh index, an ID
+# perhaps never submitted, a page slot.
+_NOT_AN_ARRIVED_REQUEST = SUBMISSIONS | NOTICES | SLOT_ACTIONS
 
 
 @dataclass
@@ -223,7 +228,7 @@ class _Driver:
 
     def run(self, action: Action) -> str | None:
         """Take ``action`` in the engine, by its entry of :data:`RUN`; returns why the engine cannot, or None."""
-        if action.name not in ("arrive", "notify", "evict") and action.arg not in self.engine_id:
+        if action.name not in _NOT_AN_ARRIVED_REQUEST and action.arg not in self.engine_id:
             return f"r{action.arg} never arrived in the engine"
         return RUN[action.name](self, action)
 
@@ -373,7 +378,7 @@ def replay(actions: list[str], scenario: Scenario, policy: Policy | None = None,
             why = f"the engine raised {type(error).__name__}: {error}"
         g = spec.view(after).g_term
         term_changed = g != spec.view(state).g_term
-        if action.name == "notify":
+        if action.name in NOTICES:
             same = (why == "accepted") == (g == TERM_BOGUS_ACCEPTED and term_changed)
             steps.append(ReplayStep(n, str(action), same, f"the engine {why}", bad))
         elif why is not None and term_changed and g == TERM_LEGIT_REJECTED and "UnknownRequestError" in why:

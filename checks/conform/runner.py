@@ -35,11 +35,17 @@ from flightcheck.checks.conform.program import KINDS, REFUSALS, Op, Program, Set
 from flightcheck.checks.conform.watchdog import CALL_LIMIT_SECONDS, EngineHang, deadline
 from flightcheck.impl.config import EngineConfig
 from flightcheck.impl.errors import EngineError, UnknownRequestError
+from flightcheck.impl.request import Phase
 from flightcheck.impl.sampling import SamplingParams
+from flightcheck.spec.actions import (CANCELS, EXPIRIES, FOLLOWER_RELEASES, FORWARD_PASSES, HANDOVERS, PASS_FAILURES,
+                                       PROMPT_PASSES, SLOT_ACTIONS, SUBMISSIONS, TOKEN_PASSES)
 
 MAX_DRAIN_STEPS = 300
 FEATURES = ("followers_released", "leaders_lost_in_prefill", "capacity_full", "evictions", "aborts",
             "promotions", "expiries", "failures", "pins")
+# The feature an event counts once, by its action (a release counts its followers instead).
+_COUNTED_AS = {**dict.fromkeys(HANDOVERS, "promotions"), **dict.fromkeys(EXPIRIES, "expiries"),
+               **dict.fromkeys(SLOT_ACTIONS, "evictions"), **dict.fromkeys(PASS_FAILURES, "failures")}
 
 
 @dataclass
@@ -112,7 +118,7 @@ class ProgramRun:
             elif kind == "waiting":
                 ok = ph == "waiting"
             elif kind == "running":
-                ok = ph in ("prefill", "decode")
+                ok = ph in (Phase.PREFILL.value, Phase.DECODE.value)
             elif kind == "held":
                 ok = req.is_held
             elif kind == "holdable":
@@ -179,7 +185,7 @@ class ProgramRun:
         """The arrival's ``t`` (seconds since the log started, to the microsecond) lies between the
         moments the client's call began and returned: what ``workload --from-events`` replays."""
         log = self.engine.events
-        event = next((e for e in reversed(log.events) if e["action"] == "arrive" and e.get("request") == rid), None)
+        event = next((e for e in reversed(log.events) if e["action"] in SUBMISSIONS and e.get("request") == rid), None)
         t = event.get("t") if event is not None else None
         if t is None:
             return
@@ -210,12 +216,10 @@ class ProgramRun:
         self._check_tokens(tokens, new)
         for ev in new:
             a = ev["action"]
-            if a == "release":
+            if a in FOLLOWER_RELEASES:
                 self.features["followers_released"] += len(ev["followers"])
-            elif a in ("promote", "expire", "evict"):
-                self.features[{"promote": "promotions", "expire": "expiries", "evict": "evictions"}[a]] += 1
-            elif a == "fail":
-                self.features["failures"] += 1
+            elif a in _COUNTED_AS:
+                self.features[_COUNTED_AS[a]] += 1
         self._check_step(new, blocked, held)
         self._check_due("the step")
         if live and not new and not self.live("held"):
@@ -234,7 +238,7 @@ class ProgramRun:
         every request that prefilled its last chunk or decoded, its latest output."""
         sched = self.engine.scheduler
         moved = {ev["request"] for ev in events
-                 if ev["action"] == "decode" or (ev["action"] == "prefill" and ev.get("first_token"))}
+                 if ev["action"] in TOKEN_PASSES or (ev["action"] in PROMPT_PASSES and ev.get("first_token"))}
         want = {rid: [sched.requests[rid].output_token_ids[-1]] for rid in moved}
         if tokens != want:
             raise ConformanceError(Diagnosis(
@@ -247,29 +251,29 @@ class ProgramRun:
         one forward row per request, no token for a held request or from a failed pass, the wait bound,
         and the step and forward-pass counters."""
         cfg, reasons, props = self.config, [], []
-        passes = [ev for ev in events if ev["action"] in ("prefill", "decode", "fail")]
+        passes = [ev for ev in events if ev["action"] in FORWARD_PASSES | PASS_FAILURES]
         computed = self.monitor.witness.rows_since(self._rows_seen)
         self._rows_seen += len(computed)
         if sum(computed) != len(passes):
             reasons.append(f"the step's forward pass computed {sum(computed)} rows, but {len(passes)} requests "
                            "prefilled, decoded or failed: a computed row's result was dropped")
-        units = sum(ev.get("num_units", 0) for ev in passes if ev["action"] == "prefill")
+        units = sum(ev.get("num_units", 0) for ev in passes if ev["action"] in PROMPT_PASSES)
         if units > cfg.prefill_chunk_pages:
             reasons.append(f"the step prefilled {units} units; the budget is {cfg.prefill_chunk_pages}")
         rows = [ev["request"] for ev in passes]
         reasons += [f"request {rid} had {rows.count(rid)} rows in one forward pass" for rid in sorted(set(rows))
                     if rows.count(rid) > 1]
         reasons += [f"request {ev['request']} was held but prefilled" for ev in passes
-                    if ev["action"] == "prefill" and ev["request"] in held]
+                    if ev["action"] in PROMPT_PASSES and ev["request"] in held]
         for ev in passes:
-            if ev["request"] in self.faulted and ev["action"] != "fail":
+            if ev["request"] in self.faulted and ev["action"] not in PASS_FAILURES:
                 reasons.append(f"request {ev['request']}'s forward pass gave non-finite logits, yet it {ev['action']}ed")
                 props.append("termination_validated")
             self.faulted.discard(ev["request"])
         self.forward_passes += 1 if passes else 0
         sched = self.engine.scheduler
         bound = cfg.follower_wait_bound
-        expired = {ev["request"]: ev.get("reason") for ev in events if ev["action"] == "expire"}
+        expired = {ev["request"]: ev.get("reason") for ev in events if ev["action"] in EXPIRIES}
         still = set(self.live("blocked"))
         for rid in blocked:
             if rid in still or expired.get(rid) == "wait-bound":
@@ -324,7 +328,7 @@ class ProgramRun:
         if rid is None:
             return False
         req = self.engine.scheduler.requests[rid]
-        if self.engine.scheduler.leads_open_flight(req) and req.phase.value == "prefill":
+        if self.engine.scheduler.leads_open_flight(req) and req.phase is Phase.PREFILL:
             self.features["leaders_lost_in_prefill"] += 1
         self.rules.append(f"abort(request {rid}, a {kind} in {req.phase.value})")
         self.features["aborts"] += 1
@@ -363,7 +367,7 @@ class ProgramRun:
         if not got or now != phase:
             raise ConformanceError(Diagnosis(
                 "effect", f"{action}(request {rid}) returned but did not take effect",
-                last_state=self._last_state(), properties=["termination_validated"] if action == "abort" else
+                last_state=self._last_state(), properties=["termination_validated"] if action in CANCELS else
                 ["expired_never_blocked"],
                 reasons=[f"{'an' if got else 'no'} {action} event for request {rid}; it is {now}, not {phase}"]))
         if reason is not None and got[0].get("reason") != reason:
@@ -412,7 +416,7 @@ class ProgramRun:
             return False
         self.rules.append(f"refuse({call} of request {rid}, {kind})")
         # A request that is not blocked has no wait to give up: expire's guard (can_expire) refuses it.
-        prop = "expired_never_blocked" if call == "expire" else None
+        prop = "expired_never_blocked" if call in EXPIRIES else None
         phase = self.engine.scheduler.requests[rid].phase.value if rid in self.engine.scheduler.requests else kind
         accepted = lambda: Diagnosis(  # noqa: E731 -- built only if the engine accepts (describing costs)
             "effect", f"{call}(request {rid}) of a {phase} request was accepted", last_state=self._last_state(),

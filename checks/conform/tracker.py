@@ -22,6 +22,7 @@ from flightcheck.checks.conform.witness import chain_tags
 from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
 from flightcheck.impl.pages import PAGE_SIZE
 from flightcheck.spec.model import Action, FlightSpec
+from flightcheck.spec.actions import FLIGHT_ACTIONS, NOTICES, SLOT_ACTIONS, SUBMISSIONS
 from flightcheck.spec.scenario import Policy, Request, Scenario
 from flightcheck.spec.state import State
 
@@ -185,7 +186,7 @@ class SpecTracker:
 
     def observe_arrival(self, event: dict[str, Any], engine: Any) -> None:
         """Register an engine ``arrive`` event (tokens, keys, decode bound read from the engine) and apply it."""
-        if event["action"] != "arrive":
+        if event["action"] not in SUBMISSIONS:
             return
         req = engine.scheduler.requests[event["request"]]
         i = self.arrive(event["request"], event["input"], event["num_tokens"], req.max_positions - req.num_tokens,
@@ -207,16 +208,16 @@ class SpecTracker:
     def action_of(self, event: dict[str, Any]) -> Action:
         """The spec action an (already-arrived) engine event stands for."""
         name = event["action"]
-        if name in ("release", "promote"):  # a flight is named after its (new) leader
+        if name in FLIGHT_ACTIONS:  # a flight is named after its (new) leader
             return Action(name, self._index(event["leader"], event))
-        if name == "evict":
+        if name in SLOT_ACTIONS:
             slot = self.key_slot.get(event["key"])
             if slot is None:
                 raise ConformanceError(Diagnosis("payload", f"evicted key {event['key']} was never published", event))
-            return Action("evict", self.spec.layout.page(*slot))
-        if name == "notify":
+            return Action(name, self.spec.layout.page(*slot))
+        if name in NOTICES:
             i = self.index_of.get(event["request"])
-            return Action("notify", self.spec.num_requests if i is None else i)
+            return Action(name, self.spec.num_requests if i is None else i)
         return Action(name, self._index(event["request"], event))
 
     def _index(self, engine_id: int, event: dict[str, Any]) -> int:

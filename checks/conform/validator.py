@@ -48,6 +48,7 @@ from flightcheck.checks.conform.diagnosis import ConformanceError, Diagnosis
 from flightcheck.checks.conform.explain import explain_guard, explain_notice, forced, lookahead, violated
 from flightcheck.checks.conform.tracker import SpecTracker, lift_state
 from flightcheck.spec.describe import describe
+from flightcheck.spec.actions import FLIGHT_ACTIONS, HANDOVERS, NOTICES, PROMPT_PASSES, SUBMISSIONS
 from flightcheck.impl.events import (RELEASE_AFTER_PREFILL, RELEASE_LEADER_ABORTED, RELEASE_LEADER_FAILED,
                                      RELEASE_ON_COMPLETION)
 from flightcheck.impl.pages import PAGE_SIZE
@@ -95,13 +96,13 @@ class TraceValidator:
             self._fail("order", f"event seq {event['seq']} where seq {self.num_events} was due", event, None,
                        tr.state, [f"{event['seq'] - self.num_events} events missing" if event["seq"] > self.num_events
                                   else "an event repeated or out of order"])
-        if name == "arrive" and isinstance(event.get("t"), (int, float)):
+        if name in SUBMISSIONS and isinstance(event.get("t"), (int, float)):
             if event["t"] < self.last_arrival:
                 self._fail("order", f"request {event.get('request')} arrived at t={event['t']}, before the previous "
                            f"arrival (t={self.last_arrival})", event, None, tr.state, ["arrival times go back"])
             self.last_arrival = event["t"]
         self.num_events += 1
-        if name == "arrive":
+        if name in SUBMISSIONS:
             before = tr.state
             if self.engine is not None:
                 old_spec = tr.spec
@@ -118,10 +119,10 @@ class TraceValidator:
             self.prompt_tokens[event.get("request")] = event.get("num_tokens")
             self.reference.observe(tr.spec, event, action, tr.state, tr.state)  # an arrival counts by its role
         elif tr.spec is None:
-            if name == "notify":  # nothing has arrived: every ID is unknown, and there is no state to check
+            if name in NOTICES:  # nothing has arrived: every ID is unknown, and there is no state to check
                 if claims_accepted(event):
                     self._fail("termination", f"the engine accepted a termination notice for request "
-                               f"{event.get('request')}, which never arrived", event, Action("notify", 0), None,
+                               f"{event.get('request')}, which never arrived", event, Action(name, 0), None,
                                ["no request has arrived: the spec's coordinator knows no ID and rejects every "
                                 "notice"], ["termination_validated"], [_NOTICE_NOTE])
                 return Action("notify", 0)
@@ -137,7 +138,7 @@ class TraceValidator:
             self.reference.observe(self.spec, event, action, before, after)
             tr.state = after
             tr.last_action = action
-            if action.name == "promote":  # the flight keeps its engine ID under its new leader's name
+            if action.name in HANDOVERS:  # the flight keeps its engine ID under its new leader's name
                 tr.flight_id_of[action.arg] = event.get("flight")
         self.actions.append(str(action))
         bad = violated(self.spec, tr.state)
@@ -147,7 +148,7 @@ class TraceValidator:
         if self.compare_states:
             self.compare(event, action, before)
         if self.engine is not None:
-            self.recency.observe(self.engine.scheduler, self.num_events, refresh=action.name != "promote")
+            self.recency.observe(self.engine.scheduler, self.num_events, refresh=action.name not in HANDOVERS)
         return action
 
     @contextmanager
@@ -160,7 +161,7 @@ class TraceValidator:
         every property is checked for every chunk size, so it is accepted (more units are not).
         """
         spec = self.spec
-        units = event.get("num_units") if action.name == "prefill" else None
+        units = event.get("num_units") if action.name in PROMPT_PASSES else None
         if not (type(units) is int and 1 <= units < spec.policy.chunk):
             yield
             return
@@ -182,13 +183,13 @@ class TraceValidator:
             if p not in props:
                 props.append(p)
                 notes.append(f"forcing {action} through would violate {p}")
-        if action.name == "notify":
+        if action.name in NOTICES:
             props.append("termination_validated")
             notes.append("the engine logged a notice it accepted for a live request (a live request's termination is "
                          "an abort, logged as one)" if claims_accepted(event)
                          else "the engine rejected the termination of a live request")
         pending = [f for f in range(self.spec.num_requests) if self.spec.is_orphaned(self.spec.view(before), f)]
-        if pending and action.name not in ("release", "promote"):
+        if pending and action.name not in FLIGHT_ACTIONS:
             props.insert(0, "no_deadlock")
             notes.insert(0, f"the engine did not release or hand on flight f{pending[0]} in the call that ended its "
                             "leader: its followers would wait for a leader that is gone")

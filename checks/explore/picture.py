@@ -30,6 +30,7 @@ from typing import Any, Callable, Hashable
 
 from flightcheck.checks.explore.counterexample import Counterexample
 from flightcheck.checks.explore.result import ExploreResult
+from flightcheck.spec.actions import FOLLOWER_RELEASES
 
 SUFFIXES = (".dot", ".svg", ".png", ".html")
 MAX_NODES = 1500
@@ -244,7 +245,7 @@ def build_picture(result: ExploreResult, *, highlight: Counterexample | None = N
             continue
         kind = acts[0].split("(")[0] if acts else ""
         color, style = ACTION_STYLE.get(kind, ("#444444", "solid"))
-        e = PEdge(f"e{k}", ids[u], ids[v], acts, color, style, 1.2 if kind == "release" else 1.0, [kind], color)
+        e = PEdge(f"e{k}", ids[u], ids[v], acts, color, style, 1.2 if kind in FOLLOWER_RELEASES else 1.0, [kind], color)
         if (u, v) in hl_edges:
             e.color, e.penwidth, e.tags = hl_color, 4.0, e.tags + ["path"]
             if e.style == "dotted":

@@ -24,6 +24,7 @@ from collections import deque
 from typing import Any, Callable
 
 from flightcheck.checks.explore.counterexample import Counterexample, Step
+from flightcheck.spec.actions import ADMISSIONS, CACHE_PUBLICATIONS, COMPLETIONS, FOLLOWER_RELEASES, SUBMISSIONS
 
 Keep = Callable[[Any, Any, Any], bool]
 Goal = Callable[[Any, Any], bool]
@@ -68,28 +69,32 @@ def all_finished(spec: Any, state: Any) -> bool:
 def cold_burst(spec: Any, state: Any, action: Any) -> bool:
     """Arrivals only while nothing has started computing, and admissions before any other engine step."""
     phases = _phases(spec, state)
-    if action.name == "arrive":
+    if action.name in SUBMISSIONS:
         return all(p in ("absent", "blocked", "waiting") for p in phases)
-    if action.name == "admit":
+    if action.name in ADMISSIONS:
         return True
-    admits = [a for a in spec.enabled(state) if a.name == "admit"]
+    admits = [a for a in spec.enabled(state) if a.name in ADMISSIONS]
     return not (spec.is_engine(action) and admits)
 
 
 def full_decode(spec: Any, state: Any, action: Any) -> bool:
     """A request finishes only after all its decode steps (as with a fixed ``max_tokens``)."""
-    if action.name != "finish":
+    if action.name not in COMPLETIONS:
         return True
     i = action.arg
     return spec.describe(state)["requests"][f"r{i}"].get("decoded", 0) >= spec.scenario.requests[i].num_decode
 
 
+# The engine steps it takes in the step that computed the pages, before any other.
+_IN_THE_STEP = CACHE_PUBLICATIONS | FOLLOWER_RELEASES
+
+
 def publish_and_release_first(spec: Any, state: Any, action: Any) -> bool:
     """The engine publishes and releases in the step that computed the pages: while a ``publish`` or
     ``release`` is enabled, no other engine step comes first."""
-    if not spec.is_engine(action) or action.name in ("publish", "release"):
+    if not spec.is_engine(action) or action.name in _IN_THE_STEP:
         return True
-    return not any(a.name in ("publish", "release") for a in spec.enabled(state))
+    return not any(a.name in _IN_THE_STEP for a in spec.enabled(state))
 
 
 def both(*keeps: Keep) -> Keep:
@@ -101,7 +106,7 @@ def recovered(spec: Any, run: Counterexample) -> dict[str, int]:
     """Pages each request recovered from the cache at admission along ``run``."""
     out = {r: 0 for r in spec.describe(spec.initial())["requests"]}
     for step in run.steps:
-        if step.action.name == "admit":
+        if step.action.name in ADMISSIONS:
             r = f"r{step.action.arg}"
             out[r] = spec.describe(step.state)["requests"][r].get("hit", 0)
     return out

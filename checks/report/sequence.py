@@ -33,7 +33,8 @@ from flightcheck.checks.explore.steps import is_misjudged, step_changes, termina
 from flightcheck.checks.report.lifelines import (
     CACHE, COORDINATOR, REQUEST, SCHEDULER, SERVICES, acts_on_request, messages_for,
 )
-from flightcheck.spec.actions import Action
+from flightcheck.spec.actions import ADMISSIONS, CACHE_PUBLICATIONS, FOLLOWER_RELEASES, SLOT_ACTIONS, Action
+from flightcheck.spec.state import DECODE, PHASE_NAMES
 
 VIOLATION, LOOP = "violation", "loop"
 
@@ -112,7 +113,7 @@ def _lookup_words(spec: Any, i: int, after: dict[str, Any]) -> str:
 
 def _arrow_label(spec: Any, msg: Any, act: Action, d0: dict, d1: dict) -> str:
     """The words on one arrow of ``act``, by its action's entry of :data:`LABELS`."""
-    if msg.target == CACHE and act.name == "admit":
+    if msg.target == CACHE and act.name in ADMISSIONS:
         return "look up the prefix: " + _lookup_words(spec, act.arg, d1)
     return LABELS[act.name](spec, msg, act.arg, d0, d1)
 
@@ -125,7 +126,7 @@ def _label_arrive(spec: Any, msg: Any, i: int, d0: dict, d1: dict) -> str:
 def _label_prefill(spec: Any, msg: Any, i: int, d0: dict, d1: dict) -> str:
     mine = d1["requests"].get(f"r{i}", {})
     units = spec.scenario.requests[i].num_units
-    return f"prefill {mine.get('done', units)}/{units}" + (" (first token)" if mine.get("phase") == "decode" else "")
+    return f"prefill {mine.get('done', units)}/{units}" + (" (first token)" if mine.get("phase") == PHASE_NAMES[DECODE] else "")
 
 
 def _label_decode(spec: Any, msg: Any, i: int, d0: dict, d1: dict) -> str:
@@ -168,10 +169,10 @@ def _step_arrows(spec: Any, before: Any, act: Action, after: Any) -> list[Arrow]
     for msg in messages_for(act.name, has_pool=has_pool):
         src, dst = where.get(msg.source, msg.source), where.get(msg.target, msg.target)
         arrows.append(Arrow(src, dst, _arrow_label(spec, msg, act, d0, d1)))
-    if act.name == "admit" and d1["requests"][actor].get("hit"):
+    if act.name in ADMISSIONS and d1["requests"][actor].get("hit"):
         hit = d1["requests"][actor]["hit"]
         arrows.append(Arrow(CACHE, actor, f"{hit} page{'s' if hit != 1 else ''} recovered", reply=True))
-    if act.name not in ("publish", "evict"):
+    if act.name not in CACHE_PUBLICATIONS | SLOT_ACTIONS:
         moved = [f"{p} {v['state']}" for p, v in d1["pages"].items()
                  if v["state"] != d0["pages"].get(p, {}).get("state", "-")]
         if moved:  # pages made visible or reserved by another step (a variant's, or a finish's publication)
@@ -180,7 +181,7 @@ def _step_arrows(spec: Any, before: Any, act: Action, after: Any) -> list[Arrow]
     if verdict is not None:
         arrows.append(Arrow(COORDINATOR, actor, verdict_words(act, verdict), reply=True, bad=is_misjudged(act, verdict)))
     # Everyone else this step moved (a release's followers, a promotion's flight): from where the step ended.
-    origin = SCHEDULER if act.name == "release" else (arrows[-1].target if arrows else SCHEDULER)
+    origin = SCHEDULER if act.name in FOLLOWER_RELEASES else (arrows[-1].target if arrows else SCHEDULER)
     for r, info in d1["requests"].items():
         if r == actor and acts_on_request(act.name):
             continue

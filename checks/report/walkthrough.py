@@ -31,6 +31,7 @@ from flightcheck.checks.report.paths import (
 from flightcheck.checks.report.sequence import SequenceDiagram, diagram_of
 from flightcheck.spec.model import FlightSpec
 from flightcheck.spec.scenario import RELEASES, SCENARIOS, Scenario
+from flightcheck.spec.state import DECODE, PHASE_NAMES
 
 
 @dataclass
@@ -148,7 +149,7 @@ def release_chapter(release: str, number: int) -> tuple[Chapter, dict[str, int]]
     admitted = first_step(run, "admit", k)
     released = first_step(run, "release")
     leader_done = first_step(run, "finish", next(i for i in range(spec.num_requests) if i != k))
-    together = sum(1 for s in run.steps if sum(info["phase"] == "decode"
+    together = sum(1 for s in run.steps if sum(info["phase"] == PHASE_NAMES[DECODE]
                                                  for info in spec.describe(s.state)["requests"].values()) > 1)
     if release == RELEASES[1]:
         title = "Single flight, released when the leader completes"

@@ -56,6 +56,7 @@ from flightcheck.checks.server.harness import (
 )
 from flightcheck.checks.server.program import TAG_BASE, Client, Program
 from flightcheck.checks.server.schedule import Schedule
+from flightcheck.spec.actions import CANCELS
 
 MAX_STEPS = 20_000    # scheduler points in one run; a run that needs more is reported (it is not ending)
 HIGH_WATER = 2_048    # bytes a client leaves unread before the server's send waits (a small socket buffer)
@@ -473,7 +474,7 @@ class _Run:
         out += _check_outputs(runs, self.watcher, results, stats)
         out += decodes_match(self.engine.events.events, results, self.watcher)
         stats["requests"] = len(self.watcher.requests)
-        stats["aborted"] = sum(s.end == "abort" for s in self.watcher.requests.values())
+        stats["aborted"] = sum(s.end in CANCELS for s in self.watcher.requests.values())
         stats["events"] = len(self.actions_seen)
         return out, stats, results
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from flightcheck.checks.server.client import Connection, ProtocolViolation, Response, request_bytes
 from flightcheck.checks.server.program import TAG_BASE, Client, Program
+from flightcheck.spec.actions import CANCELS, COMPLETIONS, PROMPT_PASSES, SUBMISSIONS, TERMINATIONS, TOKEN_PASSES
 
 # Tokens a request may still produce after its client closed the connection: the disconnect crosses
 # uvicorn's event loop, Starlette's cancellation and the engine loop's command queue while the engine
@@ -115,7 +116,7 @@ class Watcher:
     def __call__(self, event: dict[str, Any]) -> None:
         action, rid = event["action"], event.get("request")
         with self.lock:
-            if action == "arrive":
+            if action in SUBMISSIONS:
                 record = self.engine.scheduler.requests.get(rid)
                 tag = getattr(getattr(record, "sampling", None), "seed", None)
                 self.requests[rid] = _Seen(tag, str(event.get("role")))
@@ -125,10 +126,10 @@ class Watcher:
             seen = self.requests.get(rid) if isinstance(rid, int) else None
             if seen is None:
                 return
-            if action == "decode" or (action == "prefill" and event.get("first_token")):
+            if action in TOKEN_PASSES or (action in PROMPT_PASSES and event.get("first_token")):
                 seen.tokens += 1
-            elif action in ("finish", "abort", "fail") and seen.end is None:
-                seen.end = f"finish:{event.get('reason')}" if action == "finish" else action
+            elif action in TERMINATIONS and seen.end is None:
+                seen.end = f"finish:{event.get('reason')}" if action in COMPLETIONS else action
                 seen.ended_at = time.monotonic()
 
     def of_tag(self, tag: int) -> tuple[int | None, _Seen | None]:
@@ -204,7 +205,7 @@ def run_program(program: Program, *, work_dir: str | Path | None = None) -> Outc
         engine.events.close()
     violations += _check_log(events_path, results, watcher, stats)
     stats["requests"] = len(watcher.requests)
-    stats["aborted"] = sum(s.end == "abort" for s in watcher.requests.values())
+    stats["aborted"] = sum(s.end in CANCELS for s in watcher.requests.values())
     outcome = Outcome(program, violations, stats, time.perf_counter() - started, events_path)
     if own_dir is not None:
         own_dir.cleanup()
@@ -528,9 +529,9 @@ def _check_log(events_path: str, results: dict[int, Any], watcher: Watcher, stat
     roles: dict[str, int] = {}
     aborted_in: dict[str, int] = {}
     for e in events:
-        if e["action"] == "arrive":
+        if e["action"] in SUBMISSIONS:
             roles[e["role"]] = roles.get(e["role"], 0) + 1
-        elif e["action"] == "abort":
+        elif e["action"] in CANCELS:
             aborted_in[e["phase"]] = aborted_in.get(e["phase"], 0) + 1
     stats["roles"], stats["aborted_in"] = roles, aborted_in
     return out + decodes_match(events, results, watcher)
@@ -541,7 +542,7 @@ def decodes_match(events: list[dict[str, Any]], results: dict[int, Any], watcher
     out: list[Violation] = []
     decodes: dict[int, list[int]] = {}
     for e in events:
-        if e["action"] == "decode":
+        if e["action"] in TOKEN_PASSES:
             decodes.setdefault(e["request"], []).append(e["token"])
     for rid, result in results.items():
         logged, output = decodes.get(rid, []), list(result.output_token_ids)

@@ -20,7 +20,7 @@ from flightcheck.checks.symbolic.bound import CONFIGS, Bound
 from flightcheck.checks.symbolic.counterexample import replay_program, to_program
 from flightcheck.checks.symbolic.exhaustive import Enumeration, enumerate_states
 from flightcheck.checks.symbolic.results import ActionResult, Counterexample
-from flightcheck.spec.actions import ACTION_NAMES
+from flightcheck.spec.actions import ACTION_NAMES, HANDOVERS, NOTICES
 
 METHODS = ("exhaustive", "crosshair")
 
@@ -98,10 +98,10 @@ def _rows(bound: Bound, method: str, runs: list[Enumeration], mutant: str | None
             row.verdict = "verified"
         if row.verdict == "verified" and not row.commands and not row.events:
             row.notes.append("vacuous: never enabled in this bound")
-        if name == "promote":
+        if name in HANDOVERS:
             row.notes.append("checked inside abort and fail: the engine hands a flight on in the call that loses "
                              "its leader")
-        if name == "notify":
+        if name in NOTICES:
             row.notes.append("Engine.abort of a terminated or unknown ID: refused with nothing changed")
         rows.append(row)
     return rows

@@ -28,9 +28,8 @@ from typing import Any
 from flightcheck.checks.conform.program import Program, Setup, Template
 from flightcheck.checks.symbolic.bound import Bound
 from flightcheck.checks.symbolic.harness import UNKNOWN_ID, Command, build_engine, execute
-
-_CLIENT = ("arrive", "abort", "notify", "expire", "fail")
-_COMPUTING = ("prefill", "decode")
+from flightcheck.impl.request import Phase
+from flightcheck.spec.actions import CANCELS, ENVIRONMENT_ACTIONS, EXPIRIES, FORWARD_PASSES, NOTICES, SUBMISSIONS
 
 
 def _client_op(engine: Any, command: Command) -> list[tuple]:
@@ -39,17 +38,17 @@ def _client_op(engine: Any, command: Command) -> list[tuple]:
     ids = sorted(sched.requests)
     live = [r for r in ids if sched.requests[r].phase.is_live]
     name, arg = command.name, command.arg
-    if name == "arrive":
+    if name in SUBMISSIONS:
         return [("arrive", arg, 0.0, 0)]
-    if name == "abort":
+    if name in CANCELS:
         return [("abort", "any", live.index(arg))]
-    if name == "notify":
+    if name in NOTICES:
         if arg == UNKNOWN_ID or arg not in sched.requests:
             return [("notify", "unknown", 0)]
         return [("notify", "terminated", [r for r in ids if r not in live].index(arg))]
-    if name == "expire":
-        return [("expire", [r for r in live if sched.requests[r].phase.value == "blocked"].index(arg))]
-    running = [r for r in live if sched.requests[r].phase.value in ("prefill", "decode")]
+    if name in EXPIRIES:
+        return [("expire", [r for r in live if sched.requests[r].phase is Phase.BLOCKED].index(arg))]
+    running = [r for r in live if sched.requests[r].phase in (Phase.PREFILL, Phase.DECODE)]
     return [("fault", "any", running.index(arg)), ("step", 1)]
 
 
@@ -73,13 +72,13 @@ def to_program(bound: Bound, config: str, path: list[Command], failing: Command 
 
     computing = 0
     for command in [*path, *([failing] if failing is not None else [])]:
-        if command.name in _CLIENT:
+        if command.name in ENVIRONMENT_ACTIONS:
             flush(max(computing, 1) if pending else 0)
             pending = computing = 0
             ops.extend(_client_op(engine, command))
         else:
             pending += 1
-            computing += command.name in _COMPUTING
+            computing += command.name in FORWARD_PASSES
         try:
             execute(engine, bound, command)
         except Exception:  # noqa: BLE001 -- the failing command may fail any way; the path before it conformed

@@ -43,6 +43,7 @@ from flightcheck.impl.errors import UnknownRequestError
 from flightcheck.impl.events import RELEASE_AFTER_PREFILL
 from flightcheck.impl.pages import PAGE_SIZE
 from flightcheck.impl.request import Phase
+from flightcheck.spec.actions import NOTICES, SUBMISSIONS
 
 UNKNOWN_ID = 10_000  # a request ID no bound reaches: a termination notice for it must be refused
 VOCAB = 256
@@ -127,9 +128,9 @@ class Command:
     arg: int = -1
 
     def __str__(self) -> str:
-        if self.name == "arrive":
+        if self.name in SUBMISSIONS:
             return f"arrive(t{self.arg})"
-        if self.name == "notify" and self.arg == UNKNOWN_ID:
+        if self.name in NOTICES and self.arg == UNKNOWN_ID:
             return "notify(unknown)"
         return f"{self.name}({'' if self.arg < 0 else self.arg})"
 
@@ -209,7 +210,7 @@ def candidate_commands(engine: Engine, bound: Bound) -> list[Command]:
 def enabled_commands(engine: Engine, bound: Bound) -> list[Command]:
     """The commands whose engine guard holds, in :func:`candidate_commands`' order."""
     return [c for c in candidate_commands(engine, bound)
-            if c.name == "arrive" or engine_guard(engine, c)]
+            if c.name in SUBMISSIONS or engine_guard(engine, c)]
 
 
 def execute(engine: Engine, bound: Bound, command: Command) -> None:

@@ -41,6 +41,8 @@ from flightcheck.checks.symbolic.recency import recency_problem, snapshot
 from flightcheck.checks.symbolic.harness import (UNKNOWN_ID, Command, Frozen, copy_engine, enabled_commands,
                                                  engine_guard, execute, freeze, thaw)
 from flightcheck.impl.errors import UnknownRequestError
+from flightcheck.spec.actions import (CHOSEN_BY_ENGINE, COMPLETIONS, FOLLOWER_RELEASES, FORWARD_PASSES, HANDOVERS, NOTICES,
+                                       SLOT_ACTIONS, SUBMISSIONS)
 from flightcheck.spec.model import Action
 
 
@@ -133,18 +135,18 @@ def namer_for(engine: Any) -> Namer:
 def command_for(action: Action, tracker: SpecTracker, engine: Any) -> Command | None:
     """The engine command standing for spec action ``action`` (None when the engine has none)."""
     name = action.name
-    if name in ("admit", "evict"):
+    if name in CHOSEN_BY_ENGINE:
         return Command(name)
-    if name == "notify":
+    if name in NOTICES:
         rid = tracker.engine_of.get(action.arg)
-        return Command("notify", UNKNOWN_ID if rid is None else rid)
+        return Command(name, UNKNOWN_ID if rid is None else rid)
     rid = tracker.engine_of.get(action.arg)
     if rid is None:
         return None
-    if name == "release":
-        return next((Command("release", fid) for fid, f in engine.scheduler.coordinator.flights.items()
+    if name in FOLLOWER_RELEASES:
+        return next((Command(name, fid) for fid, f in engine.scheduler.coordinator.flights.items()
                      if f.leader_request_id == rid), None)
-    if name == "promote":
+    if name in HANDOVERS:
         return None  # the engine hands a flight on only inside the call that loses its leader
     return Command(name, rid)
 
@@ -152,15 +154,15 @@ def command_for(action: Action, tracker: SpecTracker, engine: Any) -> Command | 
 def _expected(command: Command, tracker: SpecTracker | None, engine: Any) -> Action | None:
     """The spec action ``command`` performs at ``engine``'s state, named by ``tracker`` (None when the
     engine chooses the argument: admit, evict)."""
-    if command.name == "arrive":
-        return Action("arrive", len(tracker.engine_of) if tracker is not None else 0)
+    if command.name in SUBMISSIONS:
+        return Action(command.name, len(tracker.engine_of) if tracker is not None else 0)
     if command.arg < 0 or tracker is None:
         return None
-    if command.name == "release":  # a flight is named after its current leader in the spec
-        return Action("release", tracker.index_of[engine.scheduler.coordinator.flights[command.arg].leader_request_id])
-    if command.name == "notify":
+    if command.name in FOLLOWER_RELEASES:  # a flight is named after its current leader in the spec
+        return Action(command.name, tracker.index_of[engine.scheduler.coordinator.flights[command.arg].leader_request_id])
+    if command.name in NOTICES:
         i = tracker.index_of.get(command.arg)
-        return Action("notify", tracker.spec.num_requests if i is None else i)
+        return Action(command.name, tracker.spec.num_requests if i is None else i)
     return Action(command.name, tracker.index_of[command.arg])
 
 
@@ -191,7 +193,7 @@ def check_state(engine: Any, bound: Bound, namer: Namer) -> StateCheck:
         enabled = namer.enabled(spec, here)
         share = (time.perf_counter() - t0) / len(spec.actions)  # the spec's guards, spread over its actions
         for action in spec.actions:
-            if action.name == "arrive":
+            if action.name in SUBMISSIONS:
                 continue
             compared.append(action.name)
             t0 = time.perf_counter() - share
@@ -208,7 +210,7 @@ def check_state(engine: Any, bound: Bound, namer: Namer) -> StateCheck:
     ran, successors = [], []
     frozen = None
     for command in enabled_commands(engine, bound):
-        if spec is None and command.name != "arrive":
+        if spec is None and command.name not in SUBMISSIONS:
             continue  # before the first arrival the spec has no request to name
         ran.append(command)
         t0 = time.perf_counter()
@@ -258,9 +260,9 @@ def run_command(engine: Any, bound: Bound, namer: Namer, command: Command, tr: S
         return after, [Finding(about, kind, summary, command, action or (str(want) if want else None), list(diff),
                                props, finishing)], taken
 
-    if refused is not None and name != "notify":
+    if refused is not None and name not in NOTICES:
         return fail("raised", f"{command} raised {type(refused).__name__}: {refused}")
-    if name == "notify" and refused is None:
+    if name in NOTICES and refused is None:
         return fail("event", f"the engine accepted a termination notice for {'an unknown ID' if command.arg == UNKNOWN_ID else f'terminated request {command.arg}'}, which the spec refuses")
     for event in events:
         try:
@@ -271,12 +273,12 @@ def run_command(engine: Any, bound: Bound, namer: Namer, command: Command, tr: S
         if not enabled:
             return fail("guard", f"{command} took {action} where the spec's guard is false"
                         + (f" (after {', '.join(map(str, taken))})" if taken else ""), str(action))
-        if action.name == "notify" and spec2.accepts(spec2.view(state), action.arg) != bool(event.get("accepted")):
+        if action.name in NOTICES and spec2.accepts(spec2.view(state), action.arg) != bool(event.get("accepted")):
             return fail("guard", f"the engine {'accepted' if event.get('accepted') else 'refused'} {action}, the spec "
                         f"{'accepts' if not event.get('accepted') else 'refuses'} it", str(action))
         state = following
         taken.append(action)
-    own = [a for a in taken if not (a.name == "evict" and name in ("prefill", "decode"))]
+    own = [a for a in taken if not (a.name in SLOT_ACTIONS and name in FORWARD_PASSES)]
     if not own or own[0].name != name or (want is not None and own[0] != want):
         return fail("event", f"{command} emitted {', '.join(map(str, taken)) or 'nothing'}, not the spec's {want or name}")
     if not namer.calm(spec2, state):
@@ -294,7 +296,7 @@ def run_command(engine: Any, bound: Bound, namer: Namer, command: Command, tr: S
     problem = recency_problem(snapshot(engine), after, events)
     if problem is not None:
         return fail("recency", f"after {command} the engine's LRU order is wrong: {problem}", str(own[0]))
-    if name == "finish":  # the reason, asked of the state before the command (on a copy of its own)
+    if name in COMPLETIONS:  # the reason, asked of the state before the command (on a copy of its own)
         wrong = finish_problem(thaw(frozen) if frozen is not None else copy_engine(engine), command.arg)
         if wrong is not None:
             context, got = wrong

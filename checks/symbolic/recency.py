@@ -15,17 +15,20 @@ obligation of one command at one engine state, read from the engine's own clock:
 For example::
 
     >>> from flightcheck.impl.engine import Engine, EngineConfig
+    >>> from flightcheck.spec.actions import SUBMISSIONS
     >>> eng = Engine.tiny(EngineConfig(num_pages=16))
     >>> _ = eng.add_request([7] * 40)
     >>> before = snapshot(eng)
     >>> _ = eng.step()
-    >>> recency_problem(before, eng, [e for e in eng.events.events if e["action"] != "arrive"])
+    >>> recency_problem(before, eng, [e for e in eng.events.events if e["action"] not in SUBMISSIONS])
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from flightcheck.spec.actions import SLOT_ACTIONS
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,7 @@ def snapshot(engine: Any) -> PoolView:
 def recency_problem(before: PoolView, after: Any, events: list[dict]) -> str | None:
     """Why the command whose ``events`` took the engine from ``before`` to ``after`` broke a rule, or None."""
     actions = [e["action"] for e in events]
-    if actions and actions[0] == "evict":
+    if actions and actions[0] in SLOT_ACTIONS:
         victim = events[0]["page_id"]
         if victim in before.evictable:
             oldest = min(before.last_used[p] for p in before.evictable)

@@ -46,6 +46,13 @@ FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
 _ARRIVE = {"request": required(INT), "input": required(STR), "num_tokens": required(TOKENS),
            "t": optional(nullable(SECONDS))}
 _COUNTED = {"request": required(INT)}
+# The engine log's actions this reader asks about, as spec/actions.py names them (checks/workload may not
+# import the spec; tests/test_registries.py holds these equal to the spec's): the actions a request's
+# lifecycle starts with, the forward passes that each produce an output token, and the prompt's passes,
+# the last of which produces the first token.
+SUBMISSIONS = frozenset({"arrive"})
+TOKEN_PASSES = frozenset({"decode"})
+PROMPT_PASSES = frozenset({"prefill"})
 
 
 class TraceError(InputError):
@@ -244,13 +251,13 @@ def events_to_trace(lines: Iterable[str], source: str = "<events>", block_tokens
         if "action" not in event:
             raise TraceError(source, line_number, "action", "missing (expected an event object with an action)")
         action = event["action"]
-        fields = _ARRIVE if action == "arrive" else _COUNTED if action == "decode" or (
-            action == "prefill" and event.get("first_token") is True) else None
+        fields = _ARRIVE if action in SUBMISSIONS else _COUNTED if action in TOKEN_PASSES or (
+            action in PROMPT_PASSES and event.get("first_token") is True) else None
         found = check_fields(event, fields) if fields is not None else None
         if found is not None:
             raise TraceError(source, line_number, found[0], found[1].replace("missing", f"missing in an {action} event"
-                             if action == "arrive" else f"missing in a {action} event", 1))
-        if action == "arrive":
+                             if action in SUBMISSIONS else f"missing in a {action} event", 1))
+        if action in SUBMISSIONS:
             arrivals.append((line_number, event["request"], event["input"], event["num_tokens"], event.get("t")))
         elif fields is not None:
             outputs[event["request"]] = outputs.get(event["request"], 0) + 1

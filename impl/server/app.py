@@ -36,6 +36,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from flightcheck.impl.errors import EngineError
+from flightcheck.impl.request import FINISH_ABORTED
 from flightcheck.impl.server.loop import Delivery, EngineLoop, ServerError
 from flightcheck.impl.server.metrics import CONTENT_TYPE, ServerMetrics
 from flightcheck.impl.server.schema import (
@@ -364,7 +365,7 @@ class _Reply:
                     return
                 if item.result is not None:
                     result = item.result
-                    if result.finish_reason == "abort":
+                    if result.finish_reason == FINISH_ABORTED:
                         how = "error"
                         yield self._error_event(500, "the request was aborted", "server_error")
                         return
@@ -403,7 +404,7 @@ class _Reply:
                     return self.app._error(request, item.error.status, item.error.message, item.error.kind)
                 if item.result is not None:
                     result = item.result
-                    if result.finish_reason == "abort":
+                    if result.finish_reason == FINISH_ABORTED:
                         return self.app._error(request, 500, "the request was aborted", "server_error")
                     text = result.text if result.text is not None else ""
                     choice = self._choice(text, list(result.output_token_ids), _finish(result.finish_reason), delta=False)

@@ -21,6 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from flightcheck.impl.engine import Result
+from flightcheck.impl.request import FINISH_ABORTED
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Seconds: from a few ms (the tiny model) to minutes (long real-model completions on 2 cores).
@@ -92,7 +93,7 @@ class ServerMetrics:
         self.requests.labels(result.finish_reason or "unknown").inc()
         if result.ttft_s is not None:
             self.ttft.observe(result.ttft_s)
-        if result.completion_s is not None and result.finish_reason != "abort":
+        if result.completion_s is not None and result.finish_reason != FINISH_ABORTED:
             self.completion.observe(result.completion_s)
 
     def render(self) -> bytes:
