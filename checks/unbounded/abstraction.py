@@ -4,8 +4,8 @@
 a page's path order is its slot order), :func:`abstract` maps one state of
 :class:`~flightcheck.spec.model.FlightSpec` to a :class:`~flightcheck.checks.unbounded.state.RelState`
 over it. Counts become sets (``pubd[i]`` pages held, ``done[i]`` pages computed: the shareable pages
-below that position), ``mem[i] == f + 1`` becomes ``mem(i, f)``, and the reference counts, ``hit``,
-``dec`` and ``via`` are dropped (see :mod:`flightcheck.checks.unbounded.state`).
+below that position), ``mem[i] == f + 1`` becomes ``mem(i, f)``, ``via[i] == f + 1`` becomes ``via(i, f)``, and the reference
+counts, ``hit`` and ``dec`` are dropped (see :mod:`flightcheck.checks.unbounded.state`).
 
 For example::
 
@@ -29,30 +29,36 @@ from flightcheck.spec.state import DRAINING, OPEN
 
 
 def signature_of(spec: Any) -> Finite:
-    """The finite signature of ``spec``'s scenario: its requests, class slots and page slots."""
+    """The finite signature of ``spec``'s scenario: its requests, class slots, page slots and their prompt
+    tree, which classes may wait via each other's flights, and each request's order of preference."""
     lay = spec.layout
-    page_class = [c for c, _p in lay.page_slots]
-    return Finite(lay.num_requests, lay.req_class, page_class, spec.policy.capacity, len(lay.classes))
+    shares = {(c, d) for c in range(len(lay.classes)) for d in range(len(lay.classes))
+              if c != d and lay.shared[c][d] >= spec.policy.min_shared_pages}
+
+    def prefer(i: int, f: int, g: int) -> bool:  # the spec's via_choice: most shared pages, earliest leader
+        ci = lay.req_class[i]
+        return (-lay.shared[ci][lay.req_class[f]], f) < (-lay.shared[ci][lay.req_class[g]], g)
+
+    return Finite(lay.num_requests, lay.req_class, (), spec.policy.capacity, len(lay.classes),
+                  paths=lay.class_pages, shares=shares, prefer=prefer)
 
 
 def abstract(spec: Any, state: Any) -> RelState:
     """The relational structure of one finite state (see the module's docstring)."""
     lay, s = spec.layout, spec.view(state)
     n, nc, npg = lay.num_requests, len(lay.classes), len(lay.page_slots)
-    pos = [p for _c, p in lay.page_slots]
-    pclass = [c for c, _p in lay.page_slots]
+    pos = [p for _c, p in lay.page_slots]  # a shared page sits at the same position on every path
     for f in range(n):
         if s.fl[f] == DRAINING:
             raise ValueError("a draining flight has no reading in the relational model (the final design's)")
-        if s.via[f] != 0:
-            raise ValueError("waiting via another flight (prefix coordination) is not modelled")
-    mine = lambda x, k: pclass[k] == lay.req_class[x]  # noqa: E731
+    mine = lambda x, k: k in lay.class_pages[lay.req_class[x]]  # noqa: E731
     tables: dict[str, Any] = {
         "ph": {(x,): s.ph[x] for x in range(n)},
         "mem": {(x, f): s.mem[x] == f + 1 for x in range(n) for f in range(n)},
         "rel": {(x,): s.rel[x] == 1 for x in range(n)},
         "fl": {(f,): s.fl[f] == OPEN for f in range(n)},
         "exp": {(x,): s.exp[x] == 1 for x in range(n)},
+        "via": {(x, f): s.via[x] == f + 1 for x in range(n) for f in range(n)},
         "idx": {(c, f): s.idx[c] == f + 1 for c in range(nc) for f in range(n)},
         "pg": {(k,): s.pg[k] for k in range(npg)},
         "hold": {(x, k): mine(x, k) and pos[k] < s.pubd[x] for x in range(n) for k in range(npg)},

@@ -1,13 +1,15 @@
 """What one unbounded proof is about: the engine's policy and the environment's options.
 
 A :class:`Config` holds the policy knobs the relational model reads (coordination, release point,
-publication, leader-loss policy, prefix caching) and which environment actions exist (client aborts,
-forward-pass failures, bogus termination notices, wait expiry, background eviction). The sizes (how
-many requests, classes, pages; the capacity) are *not* here: the proofs hold for all of them.
+publication, leader-loss policy, prefix caching), whether prompts form a tree (classes sharing their
+first pages) and which environment actions exist (client aborts, forward-pass failures, bogus
+termination notices, wait expiry, background eviction). The sizes (how many requests, classes, pages;
+the capacity; ``min_shared_pages``) are *not* here: the proofs hold for all of them.
 
 :func:`grid` lists the configurations ``prove --unbounded`` proves: every release point, publication
-and leader-loss policy under exact single-flight with every environment action on (the most permissive
-environment: a proof there covers every scenario with fewer options), and coordination ``none``.
+and leader-loss policy under exact single-flight and under prefix coordination, on prompt trees, with
+every environment action on (the most permissive environment: a proof there covers every scenario
+with fewer options, and flat prompts are trees whose classes share nothing), and coordination ``none``.
 :func:`from_scenario` reads a finite scenario's configuration, and :func:`unmodelled` says why a
 scenario or policy lies outside the model.
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flightcheck.spec.scenario import LEADER_LOSSES, PUBLICATIONS, RELEASES, Policy, Scenario
+from flightcheck.spec.scenario import COORDINATIONS, LEADER_LOSSES, PUBLICATIONS, RELEASES, Policy, Scenario
 
 
 @dataclass(frozen=True)
@@ -38,15 +40,21 @@ class Config:
     notifications: bool = True
     expiry: bool = True
     eviction: bool = True
+    trees: bool = True
 
     @property
     def single_flight(self) -> bool:
         """Identical prompts are coordinated: there are flights."""
         return self.coordination != "none"
 
+    @property
+    def prefix_flights(self) -> bool:
+        """A request opening a flight may also wait via a flight of another prompt sharing its first pages."""
+        return self.coordination == "prefix"
+
     def label(self) -> str:
         """``coordination/release/publication leader-loss``, as the finite spec's policy labels read."""
-        extra = "" if self.prefix_caching else " no-cache"
+        extra = ("" if self.prefix_caching else " no-cache") + ("" if self.trees else " flat")
         return f"{self.coordination}/{self.release}/{self.publication} {self.leader_loss}{extra}"
 
     def environment(self) -> str:
@@ -57,7 +65,7 @@ class Config:
 
 def grid() -> list[Config]:
     """The configurations ``prove --unbounded`` proves, in a fixed order."""
-    out = [Config(release=r, publication=p, leader_loss=ll)
+    out = [Config(coordination=co, release=r, publication=p, leader_loss=ll) for co in COORDINATIONS if co != "none"
            for r in RELEASES for p in PUBLICATIONS for ll in LEADER_LOSSES]
     out.append(Config(coordination="none"))
     return out
@@ -66,10 +74,6 @@ def grid() -> list[Config]:
 def unmodelled(scenario: Scenario, policy: Policy | None = None) -> str | None:
     """Why a finite scenario (under a policy) lies outside the relational model, or None."""
     pol = policy or scenario.policy
-    if pol.prefix_flights:
-        return "prefix coordination (waiting via another prompt's flight) is not modelled"
-    if scenario.prefixes:
-        return "prompt trees (classes sharing pages) are not modelled: pages of different classes are disjoint"
     if scenario.has_pool:
         return "the page pool (free-page arithmetic, pressure-driven eviction) needs exact counts"
     if pol.chunk != 1:
@@ -86,4 +90,4 @@ def from_scenario(scenario: Scenario, policy: Policy | None = None) -> Config:
     return Config(coordination=pol.coordination, release=pol.release, publication=pol.publication,
                   leader_loss=pol.leader_loss, prefix_caching=pol.prefix_caching, aborts=scenario.aborts,
                   failures=scenario.failures, notifications=scenario.notifications, expiry=scenario.expiry,
-                  eviction=scenario.eviction)
+                  eviction=scenario.eviction, trees=bool(scenario.prefixes))

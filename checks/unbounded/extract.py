@@ -2,7 +2,8 @@
 
 z3's model of a satisfiable consecution query interprets the sorts as finite sets. :func:`concretize`
 turns it into a :class:`~flightcheck.checks.unbounded.signature.Finite` signature (requests ``r0..``,
-classes, and pages renumbered so that each class's pages come in path order) and the pre-state as
+classes, and pages renumbered ancestors first, with each class's path, the ``shares`` and ``prefer``
+relations and the page order as the model has them) and the pre-state as
 tables, so that the model's own finite reading can replay the action and re-evaluate every invariant:
 a CTI is shown only as a structure the finite reading confirms.
 
@@ -55,14 +56,23 @@ def concretize(sig: Symbolic, s: RelState, model: z3.ModelRef, arg_sort: str | N
 
     req_class = [cls_of(sig.cls(r)) for r in elems["R"]]
     pages = elems["P"]
-    # Pages in path order within each class: sort by (class, number of pages before it).
-    before = {str(k): sum(1 for q in pages if z3.is_true(model.eval(sig.lt(q, k), model_completion=True)))
-              for k in pages}
-    pages = sorted(pages, key=lambda k: (cls_of(sig.pcls(k)), before[str(k)]))
+
+    def true(term: Any) -> bool:
+        return z3.is_true(model.eval(term, model_completion=True))
+
+    # Pages ancestors first: sort by the number of pages before each.
+    before = {str(k): sum(1 for q in pages if true(sig.lt(q, k))) for k in pages}
+    pages = sorted(pages, key=lambda k: before[str(k)])
     elems["P"] = pages
     index = {name: {str(e): n for n, e in enumerate(es)} for name, es in elems.items()}
-    fin = Finite(len(elems["R"]), req_class, [cls_of(sig.pcls(k)) for k in pages],
-                 _value(model, sig.capacity, int), num_classes=len(elems["C"]))
+    rs, cs = elems["R"], elems["C"]
+    paths = [[n for n, k in enumerate(pages) if true(sig.onp(c, k))] for c in cs]
+    shares = {(a, b) for a, c in enumerate(cs) for b, d in enumerate(cs) if true(sig.shares(c, d))}
+    prefer = {(x, y, z) for x, i in enumerate(rs) for y, f in enumerate(rs) for z, g in enumerate(rs)
+              if true(sig.prefer(i, f, g))}
+    order = {(x, y) for x, a in enumerate(pages) for y, b in enumerate(pages) if true(sig.lt(a, b))}
+    fin = Finite(len(rs), req_class, (), _value(model, sig.capacity, int), num_classes=len(cs), paths=paths,
+                 shares=shares, prefer=lambda i, f, g: (i, f, g) in prefer, num_pages=len(pages), order=order)
     tables: dict[str, Any] = {}
     for name, (args, typ) in SCHEMA.items():
         comp = getattr(s, name)

@@ -56,6 +56,11 @@ def _sf(c: Config) -> bool:
     return c.single_flight
 
 
+def _exact(c: Config) -> bool:
+    """Exact single-flight (not prefix coordination): where single_prefill and its lemmas are proved."""
+    return c.single_flight and not c.prefix_flights
+
+
 def _all(m: Any, sort: str, fn: Callable[..., Any], arity: int = 1) -> Any:
     """``forall`` over ``arity`` variables of one sort."""
     if arity == 1:
@@ -80,7 +85,7 @@ def follower_waits_for_release(m: Any, s: Any) -> Any:
 
 
 @_prop("With single-flight, no shareable page is prefilled while a copy is cached or held by another live request, "
-       "except by design (an expired wait, or a lost leader's followers all released).", _sf)
+       "except by design (an expired wait, or a lost leader's followers all released).", _exact)
 def single_prefill(m: Any, s: Any) -> Any:
     return Not(s.g_dup)
 
@@ -128,17 +133,27 @@ def quiescent_clean(m: Any, s: Any) -> Any:
     sig = m.sig
     clean = And(
         sig.forall("R", lambda f: And(Not(s.fl(f)), Not(s.rel(f)))),
-        _all(m, "R", lambda i, f: Not(s.mem(i, f)), 2),
+        _all(m, "R", lambda i, f: And(Not(s.mem(i, f)), Not(s.via(i, f))), 2),
         sig.forall("C", lambda c: sig.forall("R", lambda f: Not(s.idx(c, f)))),
         sig.forall("P", lambda k: m.unreferenced(s, k)),
     )
     return Implies(is_quiescent(m, s), clean)
 
 
-@_prop("A blocked request follows an open flight: promotion or release never loses a follower.", _sf)
+@_prop("A blocked request follows an open flight (or, prefix coordination, waits via one): promotion or release "
+       "never loses a follower.", _sf)
 def blocked_in_open_flight(m: Any, s: Any) -> Any:
     return m.sig.forall("R", lambda j: Implies(
-        s.ph(j) == BLOCKED, m.sig.exists("R", lambda f: And(f != j, s.mem(j, f), s.fl(f)))))
+        s.ph(j) == BLOCKED, m.sig.exists("R", lambda f: And(f != j, Or(s.mem(j, f), s.via(j, f)), s.fl(f)))))
+
+
+@_prop("Under prefix coordination, a request waits via another flight only while it leads its own open flight, is "
+       "blocked (or, lost, hands its wait on in the same call), and the flight it waits via is open and its prompt "
+       "shares at least min_shared_pages pages with the request's.", lambda c: c.prefix_flights)
+def waits_for_shared_pages(m: Any, s: Any) -> Any:
+    waiting = lambda j: And(s.ph(j) == BLOCKED, s.mem(j, j), s.fl(j))  # noqa: E731
+    return _all(m, "R", lambda j, f: Implies(s.via(j, f), And(
+        m.can_wait_via(j, f), s.fl(f), Or(waiting(j), m.orphaned(s, j)))), 2)
 
 
 @_prop("The coordinator knows a live request once: as a member of a flight or in the released set, never both.")
@@ -156,8 +171,17 @@ def expired_never_blocked(m: Any, s: Any) -> Any:
 PROPERTIES: tuple[Invariant, ...] = (
     one_flight_per_input, follower_waits_for_release, single_prefill, visible_after_compute, in_use_never_evicted,
     termination_validated, release_after_publication, release_on_completion, quiescent_clean,
-    blocked_in_open_flight, known_once, expired_never_blocked,
+    blocked_in_open_flight, waits_for_shared_pages, known_once, expired_never_blocked,
 )
+
+#: Properties proved for all sizes under some configurations only, and why not under the others.
+PARTLY_MODELLED: dict[str, str] = {
+    "single_prefill": "proved for all sizes under exact single-flight, on any prompt tree; under prefix "
+                      "coordination bounded (`flightcheck prove`, the explorer): its induction needs a lemma on "
+                      "the flight each waiter chose, and under the promote policy the design duplicates a shared "
+                      "page when a lost leader's flight is released to waiters of two other prompts (three "
+                      "questions over one document, the document's leader aborted; docs/proofs.md, Known limits)",
+}
 
 NOT_MODELLED: dict[str, str] = {
     "refcounts_exact": "needs an exact cardinality (a page's count equals the number of its holders); the model "
@@ -166,7 +190,6 @@ NOT_MODELLED: dict[str, str] = {
                        "reachable state of the drift scenarios",
     "admission_has_room": "the page pool's free-page arithmetic (sums of reservations and private pages) needs "
                           "exact cardinalities; bounded (`flightcheck prove` per scenario)",
-    "waits_for_shared_pages": "prefix coordination (waiting via another prompt's flight) is not modelled; bounded",
     "no_deadlock": "not a safety invariant of this model: admission reads the running count, which the model "
                    "keeps as an unconstrained counter; bounded (explorer and `flightcheck prove`)",
 }
@@ -201,7 +224,8 @@ def absent_is_blank(m: Any, s: Any) -> Any:
     sig = m.sig
     return sig.forall("R", lambda i: Implies(s.ph(i) == ABSENT, And(
         sig.forall("P", lambda k: And(Not(s.hold(i, k)), Not(s.comp(i, k)))),
-        sig.forall("R", lambda g: Not(s.mem(i, g))), Not(s.rel(i)), Not(s.fl(i)), Not(s.exp(i)))))
+        sig.forall("R", lambda g: And(Not(s.mem(i, g)), Not(s.via(i, g)))), Not(s.rel(i)), Not(s.fl(i)),
+        Not(s.exp(i)))))
 
 
 @_lemma("A terminated request's progress is cleared and the coordinator has forgotten it; only a leader whose "
@@ -210,7 +234,7 @@ def terminated_is_forgotten(m: Any, s: Any) -> Any:
     sig = m.sig
     return sig.forall("R", lambda i: Implies(m.terminated(s, i), And(
         sig.forall("P", lambda k: And(Not(s.comp(i, k)), Or(Not(s.hold(i, k)), s.fl(i)))),
-        sig.forall("R", lambda g: Not(s.mem(i, g))), Not(s.rel(i)))))
+        sig.forall("R", lambda g: And(Not(s.mem(i, g)), Or(Not(s.via(i, g)), s.fl(i)))), Not(s.rel(i)))))
 
 
 @_lemma("Progress matches the phase: a queued request has computed nothing, a blocked one holds nothing, a "
@@ -263,17 +287,36 @@ def live_is_known(m: Any, s: Any) -> Any:
 
 
 @_lemma("Members belong to an open flight of their own class; only an open flight's leader runs, the others are "
-        "blocked; an open flight's slot is its live leader's, or a terminated leader's whose flight is pending.", _sf)
+        "blocked (and a leader only while it waits via another prompt's flight); an open flight's slot is its live "
+        "leader's, or a terminated leader's whose flight is pending.", _sf)
 def members_of_open_flights(m: Any, s: Any) -> Any:
     sig = m.sig
     return And(
         _all(m, "R", lambda i, f: Implies(s.mem(i, f), And(s.fl(f), sig.cls(f) == sig.cls(i))), 2),
-        sig.forall("R", lambda i: Implies(s.ph(i) == BLOCKED, sig.exists("R", lambda f: And(f != i, s.mem(i, f))))),
-        _all(m, "R", lambda i, f: Implies(And(f != i, s.mem(i, f)), s.ph(i) == BLOCKED), 2),
-        sig.forall("R", lambda f: Implies(s.fl(f), And(s.ph(f) != ABSENT, s.ph(f) != BLOCKED,
+        sig.forall("R", lambda i: Implies(s.ph(i) == BLOCKED, Or(
+            sig.exists("R", lambda f: And(f != i, s.mem(i, f))), And(s.mem(i, i), m.waits_via(s, i))))),
+        _all(m, "R", lambda i, f: Implies(And(f != i, s.mem(i, f)), And(s.ph(i) == BLOCKED, Not(s.via(i, f)))), 2),
+        sig.forall("R", lambda f: Implies(s.fl(f), And(s.ph(f) != ABSENT, Or(s.ph(f) != BLOCKED, m.waits_via(s, f)),
                                                        Or(s.mem(f, f), m.terminated(s, f))))),
         sig.forall("R", lambda f: Implies(s.mem(f, f), s.fl(f))),
     )
+
+
+@_lemma("New here (a single slot in the finite encoding): a request waits via at most one flight, and only one it "
+        "can wait via, as the leader of its own flight (or its lost leader, until the flight is settled), holding no "
+        "page (it was never admitted).", lambda c: c.prefix_flights)
+def one_wait_per_request(m: Any, s: Any) -> Any:
+    sig = m.sig
+    return And(
+        sig.forall("R", lambda j: _all(m, "R", lambda f, g: Implies(And(s.via(j, f), s.via(j, g)), f == g), 2)),
+        _all(m, "R", lambda j, f: Implies(s.via(j, f), And(m.can_wait_via(j, f), Or(s.mem(j, j), m.orphaned(s, j)))), 2),
+        _all(m, "R", lambda j, f: Implies(s.via(j, f), sig.forall("P", lambda k: Not(s.hold(j, k)))), 2),
+    )
+
+
+@_lemma("Without prefix coordination nobody waits via another flight.", lambda c: not c.prefix_flights)
+def no_waits_via(m: Any, s: Any) -> Any:
+    return _all(m, "R", lambda j, f: Not(s.via(j, f)), 2)
 
 
 @_lemma("At most one flight is pending (its leader terminated, its release or hand-over due).", _sf)
@@ -303,31 +346,47 @@ def _strict(m: Any, s: Any) -> Any:
 
 
 @_lemma("Single-flight, strict runs: at most one request per input is busy computing or holding unpublished "
-        "shareable pages.", _sf)
+        "shareable pages.", _exact)
 def one_busy_per_input(m: Any, s: Any) -> Any:
     return Implies(_strict(m, s), _all(m, "R", lambda a, b: Implies(
         And(m.sig.cls(a) == m.sig.cls(b), is_busy(m, s, a), is_busy(m, s, b)), a == b), 2))
 
 
-@_lemma("Single-flight, strict runs: no page a prefilling request has yet to compute is cached (spec/lemmas.py "
-        "says the next one; on a prefix-closed cache that is the same, and this form needs no alternation).", _sf)
+def exclusive(m: Any, i: Any, k: Any) -> Any:
+    """Every prompt whose path has page ``k`` is coordinated with ``i``'s (its own, or one it shares with
+    under prefix coordination): nobody else computes ``k`` by design."""
+    sig = m.sig
+    return sig.forall("C", lambda d: Implies(sig.onp(d, k), m.coordinated_class(sig.cls(i), d)))
+
+
+@_lemma("Single-flight, strict runs: no page a prefilling request has yet to compute is cached, unless a prompt "
+        "it is not coordinated with has that page too (spec/lemmas.py says the next one; on a prefix-closed cache "
+        "that is the same, and this form needs no alternation).", _exact)
 def next_page_uncached(m: Any, s: Any) -> Any:
     return Implies(_strict(m, s), _all_rp(m, lambda i, k: Implies(
-        And(s.ph(i) == PREFILL, m.on_path(i, k), Not(s.comp(i, k))), s.pg(k) == NOT_CACHED)))
+        And(s.ph(i) == PREFILL, m.on_path(i, k), Not(s.comp(i, k)), exclusive(m, i, k)), s.pg(k) == NOT_CACHED)))
 
 
 @_lemma("Single-flight, strict runs: a released request holds every shareable page of its input, so it never "
-        "computes one.", _sf)
+        "computes one.", _exact)
 def released_hold_all(m: Any, s: Any) -> Any:
     return Implies(_strict(m, s), m.sig.forall("R", lambda j: Implies(
         And(s.rel(j), s.ph(j) >= WAITING, s.ph(j) <= DECODE), m.all_held(s, j))))
 
 
-@_lemma("Single-flight: a waiting leader holds pins only after a hand-over; a fresh one holds nothing.",
+@_lemma("Single-flight: a waiting leader holds pins only after a hand-over; a fresh one holds nothing, except "
+        "(prefix coordination) pages of a prompt it waited via.",
         lambda c: c.single_flight and c.leader_loss != "promote")
 def waiting_leader_pins(m: Any, s: Any) -> Any:
-    return m.sig.forall("R", lambda j: Implies(And(s.ph(j) == WAITING, s.mem(j, j)),
-                                               m.sig.forall("P", lambda k: Not(s.hold(j, k)))))
+    sig = m.sig
+
+    def shared(j: Any, k: Any) -> Any:
+        if not m.config.prefix_flights:
+            return False
+        cj = sig.cls(j)
+        return sig.exists("C", lambda d: And(d != cj, sig.shares(cj, d), sig.onp(d, k)))
+
+    return _all_rp(m, lambda j, k: Implies(And(s.ph(j) == WAITING, s.mem(j, j), s.hold(j, k)), shared(j, k)))
 
 
 @_lemma("New here (found as a counterexample to induction of released_hold_all): a finished leader whose flight "
@@ -345,7 +404,7 @@ def nothing_expired(m: Any, s: Any) -> Any:
 LEMMAS: tuple[Invariant, ...] = (
     in_bounds, pages_are_prefixes, one_flight_per_member, absent_is_blank, terminated_is_forgotten,
     progress_matches_phase, cache_prefix_closed, nothing_cached_without_caching, held_is_cached, live_is_known,
-    members_of_open_flights, one_pending_flight, uncoordinated_has_no_flights, one_busy_per_input,
+    members_of_open_flights, one_wait_per_request, no_waits_via, one_pending_flight, uncoordinated_has_no_flights, one_busy_per_input,
     next_page_uncached, released_hold_all, waiting_leader_pins, pending_leader_holds_all,
     nothing_expired,
 )

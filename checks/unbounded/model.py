@@ -16,8 +16,11 @@ state of the modelled default scenarios):
 - eviction's leaf test asks that every later page of the path is uncached (the spec: the next one; the
   same on a prefix-closed cache);
 - ``decode`` changes only ``dec``, which is not kept: it is a stutter step and has no transition here;
-- one prefill step computes one page (``chunk`` 1), prompt trees, prefix coordination and the page pool
-  are not modelled (:func:`flightcheck.checks.unbounded.config.unmodelled`).
+- prefix coordination's choice of the flight to wait via (most shared pages, earliest leader) reads the
+  signature's ``prefer`` order, and "shares at least ``min_shared_pages`` pages" its ``shares``
+  relation: the proofs hold for every such order and threshold;
+- one prefill step computes one page (``chunk`` 1), and the page pool is not modelled
+  (:func:`flightcheck.checks.unbounded.config.unmodelled`).
 
 Variants override single methods, as in :mod:`flightcheck.spec.variants` (see
 :mod:`flightcheck.checks.unbounded.variants`).
@@ -36,6 +39,8 @@ For example::
 from __future__ import annotations
 
 from typing import Any
+
+import z3
 
 from flightcheck.checks.unbounded.config import Config
 from flightcheck.checks.unbounded.state import RelState
@@ -74,6 +79,7 @@ class RelModel:
             "publish": c.prefix_caching and (c.publication == "incremental" or (c.single_flight and c.release == "after-prefill")),
         }
         self.actions = tuple((n, a) for n, a in ACTIONS if present.get(n, True))
+        self._picks: dict[tuple[int, int], Any] = {}  # the symbolic via choices (see _via_pick)
 
     # ------------------------------------------------------------------ running the model
     def guard(self, s: RelState, name: str, arg: Any = None) -> Any:
@@ -135,7 +141,27 @@ class RelModel:
 
     def on_path(self, x: Any, k: Any) -> Any:
         """Page ``k`` is one of ``x``'s shareable pages."""
-        return self.sig.pcls(k) == self.sig.cls(x)
+        return self.sig.onp(self.sig.cls(x), k)
+
+    def can_wait_via(self, j: Any, f: Any) -> Any:
+        """Under prefix coordination, ``j`` could wait via a flight led by ``f``: another prompt sharing at
+        least ``min_shared_pages`` pages with ``j``'s (static)."""
+        if not self.config.prefix_flights:
+            return False
+        cj, cf = self.sig.cls(j), self.sig.cls(f)
+        return And(cf != cj, self.sig.shares(cj, cf))
+
+    def coordinated_class(self, c: Any, d: Any) -> Any:
+        """Requests of classes ``c`` and ``d`` must not both compute a page on both their paths."""
+        if not self.config.prefix_flights:
+            return c == d
+        return Or(c == d, self.sig.shares(c, d))
+
+    def waits_via(self, s: RelState, j: Any) -> Any:
+        """``j`` waits via some other prompt's flight."""
+        if not self.config.prefix_flights:
+            return False
+        return self.sig.exists("R", lambda f: s.via(j, f))
 
     def all_computed(self, s: RelState, x: Any) -> Any:
         """``x`` has computed (or recovered) every shareable page of its prompt."""
@@ -147,7 +173,7 @@ class RelModel:
 
     def all_cached(self, s: RelState, c: Any) -> Any:
         """Every shareable page of class ``c`` is cached."""
-        return self.sig.forall("P", lambda k: Implies(self.sig.pcls(k) == c, s.pg(k) != NOT_CACHED))
+        return self.sig.forall("P", lambda k: Implies(self.sig.onp(c, k), s.pg(k) != NOT_CACHED))
 
     def unpublished(self, s: RelState, x: Any, k: Any) -> Any:
         """``x`` computed page ``k`` and does not hold it yet: publishing makes it visible."""
@@ -201,26 +227,60 @@ class RelModel:
         return self.sig.exists("R", lambda j: Or(s.exp(j), And(lost, self.lost(s, j))))
 
     def held_elsewhere(self, s: RelState, i: Any, k: Any) -> Any:
-        """Page ``k`` of ``i``'s prompt is cached, or another live request of its class holds a private copy."""
-        other = lambda j: And(j != i, self.sig.cls(j) == self.sig.cls(i), self.live(s, j),  # noqa: E731
-                              self.unpublished(s, j, k))
-        return Or(s.pg(k) == READY, self.sig.exists("R", other))
+        """Page ``k`` of ``i``'s prompt is cached, or another live request coordinated with ``i`` holds a
+        private copy: one of the same prompt, or (prefix coordination) one sharing the page. A copy cached
+        while a prompt ``i`` is not coordinated with also has the page is no duplicate of the design's."""
+        sig, ci = self.sig, self.sig.cls(i)
+        other = lambda j: And(j != i, sig.onp(sig.cls(j), k), self.coordinated_class(ci, sig.cls(j)),  # noqa: E731
+                              self.live(s, j), self.unpublished(s, j, k))
+        no_outsider = sig.forall("C", lambda d: Implies(sig.onp(d, k), self.coordinated_class(ci, d)))
+        return Or(And(s.pg(k) == READY, no_outsider), sig.exists("R", other))
 
     # ------------------------------------------------------------------ arrive, admit
     def g_arrive(self, s: RelState, i: Any) -> Any:
-        return And(s.ph(i) == ABSENT, self.calm(s))
+        return And(s.ph(i) == ABSENT, self.calm(s), self._via_pick(s, i)[2])
 
     def u_arrive(self, s: RelState, i: Any) -> RelState:
         if not self.config.single_flight:
             return s.update(ph=lambda x: If(x == i, WAITING, s.ph(x)), rel=lambda x: Or(x == i, s.rel(x)))
         c = self.sig.cls(i)
         follows = self.sig.exists("R", lambda f: s.idx(c, f))
+        waits, chosen, _defined = self._via_pick(s, i)
         return s.update(
-            ph=lambda x: If(x == i, If(follows, BLOCKED, WAITING), s.ph(x)),
+            ph=lambda x: If(x == i, If(follows, BLOCKED, If(waits, BLOCKED, WAITING)), s.ph(x)),
             mem=lambda x, g: If(x == i, If(follows, s.idx(c, g), g == i), s.mem(x, g)),
             fl=lambda g: If(g == i, If(follows, s.fl(g), True), s.fl(g)),
             idx=lambda d, g: If(d == c, If(follows, s.idx(d, g), g == i), s.idx(d, g)),
+            via=lambda x, g: If(x == i, And(Not(follows), chosen(g)), s.via(x, g)),
         )
+
+    def via_choice(self, s: RelState, i: Any, f: Any) -> Any:
+        """Under prefix coordination, ``i`` (opening a flight of its own) waits via open flight ``f``: the one
+        it prefers among those it can wait via (the spec: most shared pages, earliest leader)."""
+        if not self.config.prefix_flights:
+            return False
+        ok = lambda g: And(self.can_wait_via(i, g), s.fl(g))  # noqa: E731
+        return And(ok(f), self.sig.forall("R", lambda g: Implies(And(ok(g), g != f), self.sig.prefer(i, f, g))))
+
+    def _via_pick(self, s: RelState, i: Any) -> tuple[Any, Any, Any]:
+        """Whether ``i`` waits via a flight on arrival, which one (a predicate over flights), and what defines
+        them. Finite: computed. Symbolic: two fresh constants (the choice, Skolemized) whose definition is
+        part of the guard, so that the successor holds no quantifier alternation (``exists f. forall g``)."""
+        if not self.config.prefix_flights:
+            return False, (lambda g: False), True
+        if not self.sig.symbolic:
+            picks = [f for f in self.sig.domain["R"] if self.via_choice(s, i, f)]
+            return bool(picks), (lambda g: g in picks), True
+        key = (id(s), i.get_id())
+        if key not in self._picks:
+            n = len(self._picks)
+            waits, pick = z3.Bool(f"waits_via{n}"), self.sig.var("R", f"via_pick{n}_")
+            ok = lambda g: And(self.can_wait_via(i, g), s.fl(g))  # noqa: E731
+            defined = And(Implies(waits, self.via_choice(s, i, pick)),
+                          Implies(Not(waits), self.sig.forall("R", lambda g: Not(ok(g)))))
+            self._picks[key] = (s, waits, (lambda g: And(waits, g == pick)), defined)
+        _s, waits, chosen, defined = self._picks[key]
+        return waits, chosen, defined
 
     def g_admit(self, s: RelState, i: Any) -> Any:
         return And(s.ph(i) == WAITING, s.running < self.sig.capacity, self.calm(s))
@@ -300,16 +360,24 @@ class RelModel:
         """A follower released from flight ``f`` pins page ``k``: every page its leader holds."""
         return s.hold(f, k)
 
+    def waiter_pins(self, s: RelState, f: Any, j: Any, k: Any) -> Any:
+        """A request waiting via flight ``f`` pins, at its release, what the leader holds of the pages their
+        prompts share."""
+        return And(self.pins(s, f, k), self.on_path(j, k))
+
     def u_release(self, s: RelState, f: Any) -> RelState:
         cf = self.sig.cls(f)
         freed = lambda j: And(j != f, self.sig.cls(j) == cf, s.mem(j, f), s.ph(j) == BLOCKED)  # noqa: E731
+        waiter = lambda j: And(self.can_wait_via(j, f), s.via(j, f), s.ph(j) == BLOCKED)  # noqa: E731
         lost = self.terminated(s, f)
+        pinned = lambda j, k: If(freed(j), self.pins(s, f, k), If(waiter(j), self.waiter_pins(s, f, j, k), s.hold(j, k)))  # noqa: E731
         return s.update(
             g_early=Or(s.g_early, Not(self.at_release_point(s, f))),
             fl=lambda g: And(g != f, s.fl(g)),
             idx=lambda c, g: And(c != cf, s.idx(c, g)),
-            ph=lambda j: If(freed(j), WAITING, s.ph(j)),
-            hold=lambda j, k: If(j == f, And(Not(lost), s.hold(f, k)), If(freed(j), self.pins(s, f, k), s.hold(j, k))),
+            ph=lambda j: If(Or(freed(j), waiter(j)), WAITING, s.ph(j)),
+            hold=lambda j, k: If(j == f, And(Not(lost), s.hold(f, k)), pinned(j, k)),
+            via=lambda j, g: And(j != f, Not(waiter(j)), s.via(j, g)),
             **self.release_members(s, f),
         )
 
@@ -333,7 +401,20 @@ class RelModel:
             hold=lambda g, k: If(g == j, held(k), And(Not(old(g)), s.hold(g, k))),
             mem=self.promoted_members(s, j),
             idx=lambda c, g: If(c == cj, g == j, s.idx(c, g)),
-            ph=lambda x: If(x == j, WAITING, s.ph(x)),
+            **self.promoted_wait(s, j, old),
+        )
+
+    def promoted_wait(self, s: RelState, j: Any, old: Any) -> dict[str, Any]:
+        """The promoted follower goes to admission, or (prefix coordination) takes over the wait of the
+        old leader; who waited via the old leader's flight waits via the new one's."""
+        if not self.config.prefix_flights:
+            return dict(ph=lambda x: If(x == j, WAITING, s.ph(x)))
+        inherited = lambda g: self.sig.exists("R", lambda h: And(old(h), s.via(h, g)))  # noqa: E731
+        redirected = lambda m: And(self.can_wait_via(m, j), self.sig.exists(  # noqa: E731
+            "R", lambda h: And(old(h), s.via(m, h))))
+        return dict(
+            ph=lambda x: If(x == j, If(self.sig.exists("R", inherited), BLOCKED, WAITING), s.ph(x)),
+            via=lambda m, g: If(m == j, inherited(g), If(old(m), False, If(redirected(m), g == j, s.via(m, g)))),
         )
 
     def promoted_members(self, s: RelState, j: Any) -> Any:
@@ -383,6 +464,8 @@ class RelModel:
             ph=lambda x: If(x == i, phase, s.ph(x)),
             comp=lambda x, k: And(x != i, s.comp(x, k)),
             hold=lambda x, k: If(x == i, And(leading, keep(k)), s.hold(x, k)),
+            # a lost leader's wait passes to the follower it promotes
+            via=lambda x, g: If(x == i, And(leading, s.via(i, g)), s.via(x, g)),
             running=s.running - If(self.is_running(s, i), 1, 0),
             pg=pg if pg is not None else s.pg,
             **self.forget(s, i, accepted),
@@ -413,13 +496,19 @@ class RelModel:
 
     def u_expire(self, s: RelState, j: Any) -> RelState:
         cj = self.sig.cls(j)
+        via = lambda f, k: And(self.can_wait_via(j, f), s.via(j, f), s.hold(f, k), self.on_path(j, k))  # noqa: E731
         held = lambda k: self.sig.exists(  # noqa: E731
-            "R", lambda f: And(f != j, self.sig.cls(f) == cj, s.mem(j, f), s.hold(f, k)))
+            "R", lambda f: Or(And(f != j, self.sig.cls(f) == cj, s.mem(j, f), s.hold(f, k)), via(f, k)))
+        # A leader waiting via another flight stops waiting, and still leads its own.
+        waiting_via = self.waits_via(s, j)
+        left = self.expire_member(s, j)
         return s.update(
             ph=lambda x: If(x == j, WAITING, s.ph(x)),
             hold=lambda x, k: If(x == j, held(k), s.hold(x, k)),
             exp=lambda x: Or(x == j, s.exp(x)),
-            **self.expire_member(s, j),
+            via=lambda x, g: And(x != j, s.via(x, g)),
+            mem=lambda x, g: If(waiting_via, s.mem(x, g), left["mem"](x, g)),
+            rel=lambda x: If(waiting_via, s.rel(x), left.get("rel", s.rel)(x)),
         )
 
     def expire_member(self, s: RelState, j: Any) -> dict[str, Any]:

@@ -29,11 +29,13 @@ def _class(c: int) -> str:
 
 
 def page_names(sig: Any) -> list[str]:
-    """``A0``, ``A1``, ``B0``: each page by its class and its position on the class's path."""
+    """``A0``, ``A1``, ``B0``: each page by its class (the first whose path has it, in a prompt tree) and
+    its position on the class's path."""
     names = []
     for k in sig.domain["P"]:
         pos = sum(1 for q in sig.domain["P"] if sig.lt(q, k))
-        names.append(f"{_class(sig.pcls(k))}{pos}")
+        owners = [c for c in sig.domain["C"] if sig.onp(c, k)]
+        names.append(f"{_class(owners[0])}{pos}" if owners else f"P{k}")
     return names
 
 
@@ -157,6 +159,9 @@ def format_report(report: UnboundedReport) -> str:
         lines.append(f"  {c.config.label()}; environment: {c.config.environment()}")
     lines.append("")
     lines += [property_line(report, n) for n in report.property_names()]
+    for name, why in report.partly_modelled.items():
+        if any(name not in {v.name for v in c.properties} for c in report.configs):
+            lines.append(f"{name}: partly: {why}")
     for name, why in report.not_modelled.items():
         lines.append(f"{name}: not modelled: {why}")
     failing_lemmas = sorted({v.name for c in report.configs for v in c.lemmas if v.status != "proved"})
@@ -177,7 +182,7 @@ def report_json(report: UnboundedReport) -> dict[str, Any]:
         "variant": report.variant, "ok": report.ok, "seconds": round(report.seconds, 3),
         "cpu_seconds": round(report.cpu_seconds, 3),
         "properties": {n: report.status(n) for n in report.property_names()},
-        "not_modelled": report.not_modelled,
+        "not_modelled": report.not_modelled, "partly_modelled": report.partly_modelled,
         "configs": [{
             "config": c.config.label(), "environment": c.config.environment(), "seconds": round(c.seconds, 3),
             "queries": c.queries, "rounds": c.rounds,

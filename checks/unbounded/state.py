@@ -10,6 +10,7 @@ named by its leader request, as in the finite spec, so per-flight slots are inde
 | ``rel`` | R | bool | ``rel[i]``: in the released set |
 | ``fl`` | R | bool | ``fl[f] == OPEN`` |
 | ``exp`` | R | bool | ``exp[i]``: its wait expired |
+| ``via`` | R, R | bool | ``via[i] == f + 1``: ``i`` waits via flight ``f`` (prefix coordination) |
 | ``idx`` | C, R | bool | ``idx[c] == f + 1``: the index sends class ``c`` to flight ``f`` |
 | ``pg`` | P | int | ``pg[k]``: NOT_CACHED, RESERVED or READY |
 | ``hold`` | R, P | bool | page ``k`` is at a position below ``pubd[i]``: ``i`` holds a reference on it |
@@ -18,8 +19,7 @@ named by its leader request, as in the finite spec, so per-flight slots are inde
 | ``g_term``, ``g_early``, ``g_dup`` | - | int, bool, bool | the ghosts the properties read |
 
 Not kept: ``hit`` and ``dec`` (no guard or property of the modelled design reads them but ``decode``'s,
-and a decode step changes nothing else: it is a stutter step here), ``via`` (prefix coordination is not
-modelled), and ``ref``: a page's reference count is read through the relation it counts, so the
+and a decode step changes nothing else: it is a stutter step here), and ``ref``: a page's reference count is read through the relation it counts, so the
 spec's ``ref[k] == 0`` is ``no request holds k`` here (the spec's ``refcounts_exact``, which needs an
 exact cardinality, says the two agree; the drift check holds them equal on every reachable state).
 ``running`` is kept as a plain integer updated as the spec's count changes (+1 at admission, -1 when a
@@ -47,7 +47,7 @@ import z3
 
 SCHEMA: dict[str, tuple[tuple[str, ...], type]] = {
     "ph": (("R",), int), "mem": (("R", "R"), bool), "rel": (("R",), bool), "fl": (("R",), bool),
-    "exp": (("R",), bool), "idx": (("C", "R"), bool), "pg": (("P",), int), "hold": (("R", "P"), bool),
+    "exp": (("R",), bool), "via": (("R", "R"), bool), "idx": (("C", "R"), bool), "pg": (("P",), int), "hold": (("R", "P"), bool),
     "comp": (("R", "P"), bool), "running": ((), int), "g_term": ((), int), "g_early": ((), bool),
     "g_dup": ((), bool),
 }
