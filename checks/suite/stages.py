@@ -335,10 +335,11 @@ def unbounded_rows(ctx: Context) -> list[Row]:
     the drift rows that tie the hand-written relational model to the spec (every reachable state of the
     default scenarios it models, every action: same guard, same successor, same property readings)."""
     from flightcheck.checks.unbounded.config import grid
-    from flightcheck.checks.unbounded.invariants import NOT_MODELLED, PARTLY_MODELLED
+    from flightcheck.checks.unbounded.invariants import NOT_MODELLED, PARTLY_MODELLED, bounded_here
 
     rows = []
-    for label, verdicts, seconds, evidence in _parallel(_unbounded_one, grid(), ctx):
+    configs = {c.label(): c for c in grid()}
+    for label, verdicts, seconds, evidence in _parallel(_unbounded_one, list(configs.values()), ctx):
         props = [n for n, d in evidence["details"].items() if d["kind"] == "property"]
         bad = [n for n in props if verdicts[n] != "proved"]
         if bad:
@@ -347,7 +348,7 @@ def unbounded_rows(ctx: Context) -> list[Row]:
             why = f"counterexample to induction under {cti['action']}" if cti else first["reason"] or "timeout"
             detail = f"not proved for all sizes: {', '.join(bad)} ({bad[0]}: {why})"
         else:
-            partly = [n for n in PARTLY_MODELLED if n not in props]
+            partly = bounded_here(configs[label])
             detail = (f"{len(props)}/{len(props)} proved for all sizes; bounded only: {', '.join(partly + list(NOT_MODELLED))}")
         changed = ctx.expect.compare("unbounded", label, verdicts)
         if changed:

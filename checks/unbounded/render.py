@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flightcheck.checks.unbounded.invariants import bounded_here
 from flightcheck.checks.unbounded.result import Cti, UnboundedReport
 from flightcheck.spec.state import PAGE_NAMES, PHASE_NAMES
 
@@ -160,7 +161,7 @@ def format_report(report: UnboundedReport) -> str:
     lines.append("")
     lines += [property_line(report, n) for n in report.property_names()]
     for name, why in report.partly_modelled.items():
-        if any(name not in {v.name for v in c.properties} for c in report.configs):
+        if any(name in bounded_here(c.config) for c in report.configs):
             lines.append(f"{name}: partly: {why}")
     for name, why in report.not_modelled.items():
         lines.append(f"{name}: not modelled: {why}")
