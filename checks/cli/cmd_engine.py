@@ -38,23 +38,6 @@ def attach_monitor(engine: Any) -> Any:
     return Monitor(engine)
 
 
-def load_engine(model: str, config: Any, events: Optional[str], history: Optional[int]) -> Any:
-    """The engine for ``--model``; a missing or corrupt model file, a pool too large for this machine and
-    model, or an event log that cannot be opened is a usage error (exit 2)."""
-    from flightcheck.impl.engine import Engine
-    from flightcheck.impl.errors import EngineError
-    from flightcheck.impl.model_file import ModelFileError
-
-    try:
-        if model == "smollm2":
-            return Engine.smollm2(config, event_log_path=events, event_history=history)
-        return Engine.tiny(config, event_log_path=events, event_history=history)
-    except (ModelFileError, EngineError) as error:
-        raise usage_error(str(error)) from None
-    except OSError as error:
-        raise usage_error(f"cannot open {error.filename or 'a file'}: {error.strerror or error}") from None
-
-
 def register(app: typer.Typer) -> None:
     """Adds ``serve`` to the command line."""
 
@@ -84,20 +67,16 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Serve the engine over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions,
         /v1/models, /health, /metrics, /info)."""
+        from flightcheck.impl.config import EngineConfig
         from flightcheck.impl.errors import InvalidConfigError
+        from flightcheck.impl.server import Limits
+        from flightcheck.impl.server.launch import LaunchError, bind, check_options, load_engine, serve_until_stopped
 
         err = Console(stderr=True)
-        if model not in ("smollm2", "tiny"):
-            raise usage_error(f"--model must be smollm2 or tiny, got {model!r}")
-        if not 0 <= port <= 65535:
-            raise usage_error(f"--port must be in 0..65535, got {port}")
-        if history < 0 or event_history < 0:
-            raise usage_error(f"--history and --event-history must be >= 0, got {history} and {event_history}")
-        if api_key is not None and not api_key:
-            raise usage_error("--api-key must not be empty (leave it out to serve without a key)")
-        from flightcheck.impl.config import EngineConfig
-        from flightcheck.impl.server import Limits, Server
-
+        try:
+            check_options(model, port, history, event_history, api_key)
+        except LaunchError as error:
+            raise usage_error(str(error)) from None
         try:
             config = build_config(EngineConfig, policy)
             limits = Limits(max_body_bytes=max_body_bytes, body_timeout_s=body_timeout, header_timeout_s=header_timeout,
@@ -105,8 +84,10 @@ def register(app: typer.Typer) -> None:
                             default_max_tokens=default_max_tokens, max_connections_per_client=max_connections_per_client)
         except (InvalidConfigError, ValueError) as error:
             raise usage_error(str(error)) from None
-        kept = None if monitor else history
-        engine = load_engine(model, config, events, None if monitor else event_history)
+        try:
+            engine = load_engine(model, config, events, None if monitor else event_history)
+        except LaunchError as error:
+            raise usage_error(str(error)) from None
         if monitor:
             try:
                 attach_monitor(engine)
@@ -115,10 +96,9 @@ def register(app: typer.Typer) -> None:
                 raise usage_error(f"--monitor: {error}") from None
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
         try:
-            server = Server(engine, host, port, limits=limits, history=kept, api_key=api_key)
-        except OSError as error:
-            engine.close()
-            raise usage_error(f"cannot bind {host}:{port}: {error.strerror or error}") from None
+            server = bind(engine, host, port, limits=limits, history=None if monitor else history, api_key=api_key)
+        except LaunchError as error:
+            raise usage_error(str(error)) from None
         err.print(f"serving {model} as {server.model_id!r} on {server.url} ({config.coordination}, release "
                   f"{config.release}, publication {config.publication}{', monitored' if monitor else ''}"
                   f"{', API key required' if server.api_key else ''}); "
@@ -126,10 +106,7 @@ def register(app: typer.Typer) -> None:
         info = engine.info()
         style = "" if info["is_fast_blas"] else "[bold yellow]warning:[/] "
         err.print(f"{style}{info['model']}; {info['blas']}", highlight=False)
-        try:
-            server.serve_forever()
-        finally:
-            engine.close()
+        serve_until_stopped(server)
         err.print("stopped", highlight=False)
 
     with_options(serve, config_parameters(_engine_config(), SERVE_DEFAULTS))
@@ -143,4 +120,4 @@ def _engine_config() -> type:
     return EngineConfig
 
 
-__all__ = ["attach_monitor", "load_engine", "register"]
+__all__ = ["attach_monitor", "register"]

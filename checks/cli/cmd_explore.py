@@ -62,17 +62,17 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Explore a scenario's state graph exhaustively and check every property."""
         del no_cache  # read by the console script before this command is built (checks/cli/result_cache.py)
-        from flightcheck.checks.explore.choose import ENGINES, explore_with
+        from flightcheck.checks.explore.choose import ENGINES
         from flightcheck.checks.explore.explorer import StateLimitExceeded
+        from flightcheck.checks.explore.job import ExploreJob, JobError, draw, result_json
+        from flightcheck.checks.explore.picture import RenderError
         from flightcheck.checks.explore.report import print_result
-        from flightcheck.spec.properties import properties_for
+        from flightcheck.checks.explore.state_graph import GraphTooLarge
 
         check_choice("engine", engine, ENGINES)
-
         policy_changes(policy)  # a bad choice is refused before anything is built
         if variant not in VARIANTS:
             raise usage_error(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
-        v = VARIANTS[variant]
         if scenario is None and requests is None:
             scn = variant_scenario(variant)  # the variant's own default, as every command uses it
             opts = {k: True for k, val in (("aborts", aborts), ("notifications", notifications),
@@ -82,52 +82,29 @@ def register(app: typer.Typer) -> None:
             scn = build_scenario(scenario, requests, prompts, aborts=aborts, notifications=notifications,
                                  eviction=eviction, pages=pages, decode=decode)
         scn = apply_policy(scn, policy)  # e.g. coordination on a scenario whose prefix caching is off: a usage error
-        spec = v.build(scn)
-        if render is not None and render.suffix.lower() not in (".dot", ".svg", ".png", ".html"):
-            raise usage_error(f"--render must end in .dot, .svg, .png or .html; got {render.name!r}")
-        if safety_only and render is not None:
-            raise usage_error("--render needs the edges; leave out --safety-only")
-        props = [p for p in properties_for(spec) if p.kind != "eventually"] if safety_only else None
-        limit = int(memory_limit * 2**30) if memory_limit is not None else None
-        distributed = scheduler is not None or workers is not None
-        if distributed and (render is not None or engine != "auto" or memory_limit is not None):
-            raise usage_error("--scheduler/--workers run the distributed explorer: leave out --render, --engine and "
-                              "--memory-limit")
-        if scheduler is not None and workers is not None:
-            raise usage_error("--workers sizes the embedded cluster; with --scheduler the cluster's own workers run")
+        spec = VARIANTS[variant].build(scn)
+        job = ExploreJob(engine=engine, symmetry=symmetry, max_states=max_states, memory_limit=memory_limit,
+                         safety_only=safety_only, scheduler=scheduler, workers=workers, render=render)
         try:
-            if distributed:
-                result = explore_distributed_or_exit(spec, scheduler, workers, symmetry, max_states, props)
+            job.check()
+            if job.distributed:
+                result = explore_distributed_or_exit(spec, scheduler, workers, symmetry, max_states,
+                                                     job.properties(spec))
             else:
                 with progress_display() as show:
-                    result = explore_with(spec, engine=engine, symmetry=symmetry, max_states=max_states,
-                                          properties=props, memory_limit=limit,
-                                          keep_edges=False if safety_only else None, progress=show)
-        except StateLimitExceeded as e:
+                    result = job.run(spec, progress=show)
+        except (JobError, StateLimitExceeded) as e:
             raise usage_error(str(e))
         if render is not None:
-            from flightcheck.checks.explore.picture import RenderError
-            from flightcheck.checks.explore.render import render_result
-            from flightcheck.checks.explore.state_graph import GraphTooLarge
-            from flightcheck.checks.explore.violating import violating_states
-            must = v.expected_violation
-            highlight = violating = None
-            if must is not None and not result.result(must).holds:  # the path of the property it must violate
-                highlight = result.result(must).counterexample
-                violating = (must, violating_states(result, must))
             try:
-                render_result(result, render, highlight=highlight, violating=violating)
+                draw(result, render, VARIANTS[variant].expected_violation)
             except (RenderError, GraphTooLarge) as e:
                 raise usage_error(str(e))
         if as_json:
-            out = result.to_json()
-            out.update(scenario=scn.name, variant=variant, policy=scn.policy.__dict__)
-            out.setdefault("engine", "reference")
-            print(json.dumps(out))
+            print(json.dumps(result_json(result, scn, variant)))
         else:
             console = Console()
-            title = f"{scn.name} · {scn.policy.label()} · variant {variant}"
-            print_result(console, result, title=title)
+            print_result(console, result, title=f"{scn.name} · {scn.policy.label()} · variant {variant}")
             console.print(f"explorer: {result.extra.get('engine', 'reference')}")
             for k, part in enumerate(result.extra.get("per_worker", [])):
                 console.print(f"  worker {k}: {part['states']:,} states, {part['rss_mib']:,.0f} MiB resident")

@@ -23,53 +23,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 from rich.console import Console
 
 from flightcheck.checks.errors import usage_error
-from flightcheck.spec.scenario import COORDINATIONS, PUBLICATIONS, RELEASES, SCENARIOS
-from flightcheck.spec.variants import VARIANTS
-
-_CHOICES = {"release": RELEASES, "publication": PUBLICATIONS, "coordination": COORDINATIONS}
-_INTS = ("capacity", "chunk")
-
-
-def parse_side(option: str, text: str) -> dict[str, Any]:
-    """``"release=on-completion,capacity=1"`` -> ``{"release": "on-completion", "capacity": 1}``.
-
-    Keys: release, publication, coordination, capacity, chunk (the policy) and variant. Raises
-    ValueError naming the option, the key and the allowed values.
-
-    For example::
-
-        >>> parse_side("--a", "release=on-completion, capacity=1")
-        {'release': 'on-completion', 'capacity': 1}
-    """
-    out: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, eq, value = (x.strip() for x in part.partition("="))
-        if not eq or not value:
-            raise ValueError(f"{option}: {part!r} is not KEY=VALUE")
-        if key in out:
-            raise ValueError(f"{option}: {key} is given twice")
-        if key in _CHOICES:
-            if value not in _CHOICES[key]:
-                raise ValueError(f"{option}: {key} must be one of {', '.join(_CHOICES[key])}; got {value!r}")
-            out[key] = value
-        elif key in _INTS:
-            if not (value.isascii() and value.isdecimal()) or int(value) < 1:
-                raise ValueError(f"{option}: {key} must be a positive integer; got {value!r}")
-            out[key] = int(value)
-        elif key == "variant":
-            if value not in VARIANTS:
-                raise ValueError(f"{option}: unknown variant {value!r}; known: {', '.join(VARIANTS)}")
-            out[key] = value
-        else:
-            raise ValueError(f"{option}: unknown key {key!r}; use release, publication, coordination, "
-                             "capacity, chunk or variant")
-    return out
+from flightcheck.spec.scenario import SCENARIOS
 
 
 def register(app: typer.Typer) -> None:
@@ -88,9 +48,9 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
     ) -> None:
         """Compare two policies' state graphs of one scenario: counts, and a coloured picture."""
-        from flightcheck.checks.explore.explorer import StateLimitExceeded, explore
+        from flightcheck.checks.explore.compare import compare_sides, parse_side
+        from flightcheck.checks.explore.explorer import StateLimitExceeded
         from flightcheck.checks.explore.picture import SUFFIXES, RenderError
-        from flightcheck.checks.explore.render import render_diff
 
         if scenario not in SCENARIOS:
             raise usage_error(f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
@@ -112,38 +72,19 @@ def register(app: typer.Typer) -> None:
                      parse_side("--b", b if b is not None else "release=on-completion")]
         except ValueError as e:
             raise usage_error(str(e))
-        names = tuple(",".join(f"{k}={v}" for k, v in side.items()) or "default" for side in sides)
-        if names[0] == names[1]:
-            names = (names[0] + " (A)", names[1] + " (B)")
-        results = []
-        for side in sides:
-            side = dict(side)
-            variant = VARIANTS[side.pop("variant", "correct")]
-            scn = SCENARIOS[scenario].with_policy(**side) if side else SCENARIOS[scenario]
-            try:
-                results.append(explore(variant.build(scn), symmetry=symmetry, max_states=max_states))
-            except StateLimitExceeded as e:
-                raise usage_error(str(e))
         try:
-            if render is not None:
-                counts = render_diff(results[0], results[1], render, names, force=force)
-            else:
-                from flightcheck.checks.explore.picture import diff_counts
-                counts = diff_counts(results[0], results[1])
-        except RenderError as e:
+            out = compare_sides(scenario, sides, symmetry=symmetry, max_states=max_states, render=render, force=force)
+        except (StateLimitExceeded, RenderError) as e:
             raise usage_error(str(e))
-        out = {"scenario": scenario, "a": {"name": names[0], "states": results[0].stats.states, "ok": results[0].ok},
-               "b": {"name": names[1], "states": results[1].stats.states, "ok": results[1].ok},
-               **counts, "render": str(render) if render is not None else None}
         if as_json:
             print(json.dumps(out))
             return
         from rich.table import Table
-        t = Table(title=f"{scenario}: A = {names[0]}, B = {names[1]}")
+        t = Table(title=f"{scenario}: A = {out['a']['name']}, B = {out['b']['name']}")
         for col in ("", "only in A", "only in B", "in both"):
             t.add_column(col, justify="right")
         for what in ("states", "edges"):
-            t.add_row(what, *(str(counts[f"{what}_{k}"]) for k in ("only_a", "only_b", "common")))
+            t.add_row(what, *(str(out[f"{what}_{k}"]) for k in ("only_a", "only_b", "common")))
         console = Console()
         console.print(t)
         if render is not None:

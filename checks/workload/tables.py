@@ -72,3 +72,28 @@ def pivot_table(rows: list[dict]):
         table.add_row(trace, _fmt(w), _fmt(best["redundancy_ratio"]), split, where,
                       _fmt(max(r["fan_in_max"] or 0 for r in group)), str(len(group)))
     return table
+
+
+def result_tables(summary: list[dict], per_instance: list[dict], num_results: int) -> list:
+    """The tables a run prints: one configuration per phase and per instance; up to 24 one row each
+    (phase all); more, the highest redundancy per trace and W_eff. Each summary row gains ``max_share``,
+    the busiest instance's request share."""
+    from flightcheck.checks.workload.sweep import CONFIG_FIELDS
+
+    shares: dict[tuple, float] = {}
+    for row in per_instance:
+        if row["phase"] == "all":
+            key = tuple(row[k] for k in CONFIG_FIELDS)
+            shares[key] = max(shares.get(key, 0.0), row["request_share"])
+    for row in summary:
+        row["max_share"] = shares[tuple(row[k] for k in CONFIG_FIELDS)]
+    if num_results == 1:
+        label = config_label(summary[0], True)
+        rows = [r for r in per_instance if r["phase"] == "all"]
+        return [config_table(summary, f"{label}: per phase (share = busiest instance's request share)", "phase"),
+                config_table(rows, "per instance, phase all (share = the instance's request share)", "instance")]
+    if num_results <= 24:
+        rows = [r for r in summary if r["phase"] == "all"]
+        return [config_table(rows, "Workload opportunity, phase all (share = busiest instance's request share)",
+                             "config")]
+    return [pivot_table(summary)]

@@ -1,0 +1,75 @@
+"""Starting ``flightcheck serve``: its options checked, the engine for a model name, the socket bound.
+
+Each step raises :class:`LaunchError` with the one line to show (the command's exit 2): an option out of
+range, a missing or corrupt model file, a pool too large for this machine and model, an event log that
+cannot be opened, a port that cannot be bound.
+
+For example::
+
+    >>> check_options("tiny", 8000, 256, 100_000, None)
+    >>> check_options("gpt", 8000, 256, 100_000, None)
+    Traceback (most recent call last):
+    ...
+    flightcheck.impl.server.launch.LaunchError: --model must be smollm2 or tiny, got 'gpt'
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from flightcheck.impl.config import EngineConfig
+from flightcheck.impl.engine import Engine
+from flightcheck.impl.server import Limits, Server
+
+MODELS = ("smollm2", "tiny")
+
+
+class LaunchError(ValueError):
+    """The server cannot start as asked; the message names the option or the file."""
+
+
+def check_options(model: str, port: int, history: int, event_history: int, api_key: Optional[str]) -> None:
+    """A :class:`LaunchError` for the first of the server's options out of range."""
+    if model not in MODELS:
+        raise LaunchError(f"--model must be smollm2 or tiny, got {model!r}")
+    if not 0 <= port <= 65535:
+        raise LaunchError(f"--port must be in 0..65535, got {port}")
+    if history < 0 or event_history < 0:
+        raise LaunchError(f"--history and --event-history must be >= 0, got {history} and {event_history}")
+    if api_key is not None and not api_key:
+        raise LaunchError("--api-key must not be empty (leave it out to serve without a key)")
+
+
+def load_engine(model: str, config: EngineConfig, events: Optional[str], history: Optional[int]) -> Engine:
+    """The engine for ``model`` (``smollm2`` or ``tiny``), writing its event log to ``events`` and keeping
+    ``history`` events in memory (None: all)."""
+    from flightcheck.impl.errors import EngineError
+    from flightcheck.impl.model_file import ModelFileError
+
+    try:
+        if model == "smollm2":
+            return Engine.smollm2(config, event_log_path=events, event_history=history)
+        return Engine.tiny(config, event_log_path=events, event_history=history)
+    except (ModelFileError, EngineError) as error:
+        raise LaunchError(str(error)) from None
+    except OSError as error:
+        raise LaunchError(f"cannot open {error.filename or 'a file'}: {error.strerror or error}") from None
+
+
+def bind(engine: Engine, host: str, port: int, *, limits: Limits, history: Optional[int],
+         api_key: Optional[str]) -> Server:
+    """The server of ``engine`` bound to ``host:port``; when the port cannot be bound, the engine is
+    closed and a :class:`LaunchError` says why."""
+    try:
+        return Server(engine, host, port, limits=limits, history=history, api_key=api_key)
+    except OSError as error:
+        engine.close()
+        raise LaunchError(f"cannot bind {host}:{port}: {error.strerror or error}") from None
+
+
+def serve_until_stopped(server: Server) -> None:
+    """Serve in this thread until SIGINT or SIGTERM; the engine is closed after, however it ends."""
+    try:
+        server.serve_forever()
+    finally:
+        server.engine.close()
