@@ -22,7 +22,7 @@ import statistics
 import sys
 import time
 
-from flightcheck.checks.workload.model import prepare_trace, simulate
+from flightcheck.checks.workload.opportunity import prepare_trace, simulate
 from flightcheck.checks.workload.sweep import run_sweep, sweep_configs
 from flightcheck.checks.workload.trace import load_trace, shared_trace_path
 

@@ -1,6 +1,6 @@
 """``flightcheck workload``: is single-flight worth building for this traffic?
 
-Replays request traces through the workload opportunity model (:mod:`flightcheck.checks.workload.model`)
+Replays request traces through the workload opportunity model (:mod:`flightcheck.checks.workload.opportunity`)
 for one configuration, a few, or the full 420-configuration sweep, and prints a table (the removable
 attempts split into exact-input and partial-prefix ones, each with its fraction of cold attempts); with ``--out`` it
 writes CSV/JSON rows, PNG plots and a SHA-256 manifest. A TRACE is a file path, or the name of a Mooncake
@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from flightcheck.checks.conform.eventlog import parse_events
-        from flightcheck.checks.workload.model import prepare_trace
+        from flightcheck.checks.workload.opportunity import prepare_trace
         from flightcheck.checks.workload.options import WorkloadError, WorkloadOptions
         from flightcheck.checks.workload.sources import load_sources
         from flightcheck.checks.workload.study import run_study, write_study

@@ -17,7 +17,7 @@ Known limit: with symmetry, ``eventually`` asks that *no* request stays live on 
 reduced graph cannot follow one request's identity around a cycle; verdicts agree with the full graph
 on every scenario in the test suite, and ``--no-symmetry`` checks per request.
 
-Works on any :class:`~flightcheck.checks.explore.model.CheckableModel` (the flight spec and its variants,
+Works on any :class:`~flightcheck.checks.explore.checkable.CheckableModel` (the flight spec and its variants,
 and the toy models the tests check the checker with).
 
 For example::
@@ -38,7 +38,7 @@ from typing import Any, Callable
 import networkx as nx
 
 from flightcheck.checks.explore.counterexample import Counterexample, replay_representatives
-from flightcheck.checks.explore.model import CheckableModel
+from flightcheck.checks.explore.checkable import CheckableModel
 from flightcheck.checks.explore.result import ExploreResult, PropertyResult, Stats
 from flightcheck.spec.model import Action
 from flightcheck.spec.properties import Property, properties_for

@@ -28,7 +28,7 @@ import dataclasses
 import datetime
 from typing import Any, Iterable
 
-from flightcheck.checks.report.model import (
+from flightcheck.checks.report.sections import (
     EquivEntry, EquivStep, ProofLine, ProofTable, PropertyColumn, Report, SummaryRow, VariantStory, VerdictLine,
 )
 

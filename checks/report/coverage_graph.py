@@ -63,14 +63,14 @@ def _corpus_traces(scenario: str, policy: dict[str, Any]) -> list[list[str]] | N
 
 
 def coverage_graphs(corpus_ok: bool | None = None, *, model: str = "tiny") -> list[Any]:
-    """A :class:`~flightcheck.checks.report.model.CoverageGraph` per release point of the story scenario;
+    """A :class:`~flightcheck.checks.report.sections.CoverageGraph` per release point of the story scenario;
     ``corpus_ok`` is the verdict of the conform stage's corpus row for it (None when not run)."""
     from dataclasses import asdict
 
     from flightcheck.checks.conform.reach import explain_missed
     from flightcheck.checks.explore.explorer import explore
     from flightcheck.checks.explore.picture import build_picture
-    from flightcheck.checks.report.model import CoverageGraph
+    from flightcheck.checks.report.sections import CoverageGraph
 
     out = []
     for release in RELEASES:

@@ -12,7 +12,7 @@ non-empty box and records any script or resource error, in ``data-*`` attributes
 
 For example::
 
-    >>> from flightcheck.checks.report.model import Report, SummaryRow
+    >>> from flightcheck.checks.report.sections import Report, SummaryRow
     >>> page = report_html(Report("flightcheck check", True, [SummaryRow("explore", "burst2", True, "ok", 0.1)]))
     >>> page.startswith("<!DOCTYPE html>") and "http://" not in page.replace("http://www.w3.org", "")
     True
@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from flightcheck.checks.report.model import CoverageGraph, Report
+from flightcheck.checks.report.sections import CoverageGraph, Report
 from flightcheck.checks.report.svg_sequence import to_svg
 
 _CSS = """

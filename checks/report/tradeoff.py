@@ -25,7 +25,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from flightcheck.checks.report.model import Figure, Tradeoff, TradeoffLine
+from flightcheck.checks.report.sections import Figure, Tradeoff, TradeoffLine
 from flightcheck.spec.scenario import RELEASES
 
 BENCH_DIR = Path(__file__).resolve().parents[2] / "docs" / "bench"  # where the recorded full run lives

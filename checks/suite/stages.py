@@ -584,7 +584,7 @@ def workload_stage(ctx: Context) -> list[Row]:
     """Would single-flight pay on the real Mooncake traces? One configuration each (1 instance,
     10,000 blocks, W_eff = 1 s, contiguous lookup); the row passes when per-instance counts reconcile
     with the summary and the counts are the recorded ones, and its detail is the measured redundancy."""
-    from flightcheck.checks.workload.model import ModelConfig, prepare_trace, simulate
+    from flightcheck.checks.workload.opportunity import ModelConfig, prepare_trace, simulate
     from flightcheck.checks.workload.trace import load_trace, shared_trace_path
 
     rows = []

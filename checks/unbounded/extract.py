@@ -11,7 +11,7 @@ For example (a query with one request that arrives)::
 
     >>> import z3
     >>> from flightcheck.checks.unbounded.config import Config
-    >>> from flightcheck.checks.unbounded.model import RelModel
+    >>> from flightcheck.checks.unbounded.relational import RelModel
     >>> from flightcheck.checks.unbounded.signature import Symbolic
     >>> from flightcheck.checks.unbounded.state import symbolic_state
     >>> sig = Symbolic(); m = RelModel(sig, Config()); s = symbolic_state(sig, "0"); r = sig.var("R", "r")

@@ -1,6 +1,6 @@
 """The safety properties in relational form, and the universally quantified lemmas that make them inductive.
 
-Each :class:`Invariant` is a predicate over a :class:`~flightcheck.checks.unbounded.model.RelModel` and
+Each :class:`Invariant` is a predicate over a :class:`~flightcheck.checks.unbounded.relational.RelModel` and
 a state, named after the property of :mod:`flightcheck.spec.properties` or the lemma of
 :mod:`flightcheck.spec.lemmas` it restates (a lemma new here says so in its story). The properties'
 quantifier prefix is universal, except ``blocked_in_open_flight`` and ``live_is_known`` (``forall j.
@@ -120,7 +120,7 @@ def release_on_completion(m: Any, s: Any) -> Any:
 
 def is_quiescent(m: Any, s: Any) -> Any:
     """No live request and no engine step enabled (``decode`` needs a live request, so it is left out)."""
-    from flightcheck.checks.unbounded.model import ENGINE
+    from flightcheck.checks.unbounded.relational import ENGINE
 
     idle = m.sig.forall("R", lambda i: Not(m.live(s, i)))
     steps = [m.sig.forall(sort, lambda a, n=name: Not(m.guard(s, n, a)))

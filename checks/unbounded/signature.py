@@ -1,6 +1,6 @@
 """The vocabulary of the relational model, read two ways: over finite domains, or over z3's sorts.
 
-The relational model (:mod:`flightcheck.checks.unbounded.model`) is written once against a *signature*:
+The relational model (:mod:`flightcheck.checks.unbounded.relational`) is written once against a *signature*:
 three sorts (``R`` requests, which also name flights, as in the finite spec; ``C`` prompt classes; ``P``
 pages, the nodes of the prompt tree), the static structure of the prompts (``cls(r)``: a request's class;
 ``onp(c, k)``: page ``k`` is on class ``c``'s path; ``lt(a, b)``: page ``a`` is an ancestor of ``b``;

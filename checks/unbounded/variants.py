@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flightcheck.checks.unbounded.model import RelModel
+from flightcheck.checks.unbounded.relational import RelModel
 from flightcheck.checks.unbounded.state import RelState
 from flightcheck.spec.expr import And, If, Not, Or
 from flightcheck.spec.state import BLOCKED, DECODE, FINISHED, NOT_CACHED, READY, RESERVED, WAITING

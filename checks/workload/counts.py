@@ -1,6 +1,6 @@
 """The counters of the workload opportunity model for one phase: :class:`PhaseCounts`.
 
-A result type only: :mod:`flightcheck.checks.workload.model` fills it (its docstring defines every counter),
+A result type only: :mod:`flightcheck.checks.workload.opportunity` fills it (its docstring defines every counter),
 and summing two (``+``) merges their counts and fan-in histograms, so instances and phases add up exactly.
 
 For example::

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Optional
 
 from flightcheck.checks.inputs import MAX_WORKERS, shown
-from flightcheck.checks.workload.model import LOOKUPS, ROUTINGS, ModelConfig
+from flightcheck.checks.workload.opportunity import LOOKUPS, ROUTINGS, ModelConfig
 
 
 class WorkloadError(ValueError):

@@ -6,7 +6,7 @@ the metadata, and a SHA-256 manifest (:func:`~flightcheck.checks.workload.sweep.
 
 For example::
 
-    >>> from flightcheck.checks.workload.model import prepare_trace
+    >>> from flightcheck.checks.workload.opportunity import prepare_trace
     >>> from flightcheck.checks.workload.trace import parse_trace_lines
     >>> trace = parse_trace_lines(['{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]}'] * 2)
     >>> opts = WorkloadOptions(workers=1)
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from flightcheck.checks.workload.model import ModelConfig, PreparedTrace, RunResult
+from flightcheck.checks.workload.opportunity import ModelConfig, PreparedTrace, RunResult
 from flightcheck.checks.workload.options import WorkloadOptions
 
 

@@ -35,7 +35,7 @@ from itertools import groupby
 from pathlib import Path
 
 from flightcheck.checks.cluster import Cluster
-from flightcheck.checks.workload.model import (LOOKUPS, PHASES, ROUTINGS, ModelConfig, PhaseCounts,
+from flightcheck.checks.workload.opportunity import (LOOKUPS, PHASES, ROUTINGS, ModelConfig, PhaseCounts,
                                                PreparedTrace, RunResult, simulate)
 
 W_EFF_MS = (10, 30, 100, 300, 1_000, 3_000, 10_000)

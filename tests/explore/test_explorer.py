@@ -3,7 +3,7 @@
 import pytest
 
 from flightcheck.checks.explore.explorer import StateLimitExceeded, explore
-from flightcheck.checks.explore.model import CheckableModel, GenericModel
+from flightcheck.checks.explore.checkable import CheckableModel, GenericModel
 from flightcheck.spec.model import Action, FlightSpec
 from flightcheck.spec.properties import Property, always, deadlock_free, eventually, sometimes
 from flightcheck.spec.scenario import SCENARIOS, Policy, burst, policy_grid

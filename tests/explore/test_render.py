@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from flightcheck.checks.cli.app import app
 from flightcheck.checks.explore.counterexample import Counterexample
-from flightcheck.checks.explore.model import GenericModel
+from flightcheck.checks.explore.checkable import GenericModel
 from flightcheck.spec.describe import describe, label
 from flightcheck.checks.explore.explorer import explore
 from flightcheck.checks.explore.picture import (

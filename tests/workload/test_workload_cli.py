@@ -9,7 +9,7 @@ import typer
 from typer.testing import CliRunner
 
 from flightcheck.checks.cli import app as cli, cmd_workload
-from flightcheck.checks.workload.model import ModelConfig, prepare_trace, simulate
+from flightcheck.checks.workload.opportunity import ModelConfig, prepare_trace, simulate
 from flightcheck.checks.workload.trace import load_trace, shared_trace_path
 
 from test_workload_trace import EVENTS

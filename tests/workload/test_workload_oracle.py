@@ -16,7 +16,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flightcheck.checks.workload.model import ModelConfig, prepare_trace, simulate
+from flightcheck.checks.workload.opportunity import ModelConfig, prepare_trace, simulate
 from flightcheck.checks.workload.trace import parse_trace_lines
 from switches import SLOW  # noqa: E402
 

@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from flightcheck.checks.workload.model import PHASES, ModelConfig, prepare_trace, simulate
+from flightcheck.checks.workload.opportunity import PHASES, ModelConfig, prepare_trace, simulate
 from flightcheck.checks.workload.trace import load_trace, parse_trace_lines, shared_trace_path
 
-from test_workload_model import conversation, make_trace, run, synthetic  # noqa: F401 (fixtures)
+from test_workload_opportunity import conversation, make_trace, run, synthetic  # noqa: F401 (fixtures)
 
 
 def records(result):

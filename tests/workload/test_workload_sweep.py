@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from flightcheck.checks.workload.model import ModelConfig, prepare_trace, simulate
+from flightcheck.checks.workload.opportunity import ModelConfig, prepare_trace, simulate
 from flightcheck.checks.workload.plot import FAN_IN_PNG, REDUNDANCY_PNG, plot_summary
 from flightcheck.checks.workload.sweep import (cohort_rows, instance_rows, run_sweep, summary_rows, sweep_configs,
                                                write_outputs)

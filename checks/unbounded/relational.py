@@ -57,6 +57,7 @@ ACTIONS: tuple[tuple[str, str | None], ...] = (
     ("finish", "R"), ("evict", "P"), ("abort", "R"), ("notify", "R"), ("notify_unknown", None),
     ("expire", "R"), ("fail", "R"),
 )
+_ARG_SORT = dict(ACTIONS)
 ENGINE = frozenset({"admit", "prefill", "publish", "release", "promote", "finish"})
 
 
@@ -85,12 +86,12 @@ class RelModel:
     def guard(self, s: RelState, name: str, arg: Any = None) -> Any:
         """Whether action ``name(arg)`` is enabled in ``s``."""
         fn = getattr(self, "g_" + name)
-        return fn(s) if arg is None and name == "notify_unknown" else fn(s, arg)
+        return fn(s) if _ARG_SORT[name] is None else fn(s, arg)
 
     def apply(self, s: RelState, name: str, arg: Any = None) -> RelState:
         """The successor of ``s`` under ``name(arg)`` (whose guard must hold)."""
         fn = getattr(self, "u_" + name)
-        return fn(s) if arg is None and name == "notify_unknown" else fn(s, arg)
+        return fn(s) if _ARG_SORT[name] is None else fn(s, arg)
 
     # ------------------------------------------------------------------ derived facts
     def live(self, s: RelState, x: Any) -> Any:

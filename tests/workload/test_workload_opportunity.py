@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from flightcheck.checks.workload.model import PHASES, ModelConfig, PreparedTrace, RunResult, prepare_trace, simulate
+from flightcheck.checks.workload.opportunity import PHASES, ModelConfig, PreparedTrace, RunResult, prepare_trace, simulate
 from flightcheck.checks.workload.trace import Trace, TraceRequest, load_trace, parse_trace_lines, shared_trace_path
 
 
@@ -270,7 +270,7 @@ def test_a_cached_block_being_reloaded_behind_a_miss_is_still_a_hit_for_others()
 def test_the_docstring_examples_run():
     import doctest
 
-    from flightcheck.checks.workload import (counts as workload_counts, model as workload_model,
+    from flightcheck.checks.workload import (counts as workload_counts, opportunity as workload_model,
                                              sweep as workload_sweep, trace as workload_trace)
 
     for module in (workload_counts, workload_model, workload_sweep, workload_trace):
