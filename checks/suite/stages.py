@@ -348,8 +348,8 @@ def unbounded_rows(ctx: Context) -> list[Row]:
             why = f"counterexample to induction under {cti['action']}" if cti else first["reason"] or "timeout"
             detail = f"not proved for all sizes: {', '.join(bad)} ({bad[0]}: {why})"
         else:
-            partly = bounded_here(configs[label])
-            detail = (f"{len(props)}/{len(props)} proved for all sizes; bounded only: {', '.join(partly + list(NOT_MODELLED))}")
+            only = bounded_here(configs[label]) + list(NOT_MODELLED)
+            detail = f"{len(props)}/{len(props)} proved for all sizes; bounded only: {', '.join(only)}"
         changed = ctx.expect.compare("unbounded", label, verdicts)
         if changed:
             detail = _proofs_changed(ctx, "unbounded", label, verdicts, changed) + detail

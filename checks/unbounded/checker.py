@@ -40,6 +40,7 @@ from flightcheck.checks.unbounded.variants import build_model
 
 TIMEOUT_MS = 30_000
 VACUITY_MS = 500
+QUICK_MS = 2_000
 
 
 def _solver(timeout_ms: int) -> z3.Solver:
@@ -71,7 +72,7 @@ def _smallest(solver: z3.Solver, sig: Symbolic, assumptions: Sequence[Any], most
 
 def _enabled_small(solver: z3.Solver, sig: Symbolic, assumptions: Sequence[Any], size: int = 3) -> bool:
     """The query is satisfiable with at most ``size`` elements of each sort (found fast: finite domains
-    leave the quantifier instantiation nothing to search)."""
+    leave the quantifier instantiation nothing to search). The solver is left as it was."""
     solver.push()
     for sort in SORTS:
         elems = [z3.Const(f"small_{sort}{j}", sig.sorts[sort]) for j in range(size)]
@@ -80,6 +81,39 @@ def _enabled_small(solver: z3.Solver, sig: Symbolic, assumptions: Sequence[Any],
     found = solver.check(*assumptions) == z3.sat
     solver.pop()
     return found
+
+
+def _small_model(solver: z3.Solver, sig: Symbolic, assumptions: Sequence[Any], most: int = 3) -> Any:
+    """A model of the query with at most 1, 2, ... ``most`` elements of every sort (the first size that
+    has one), or None. The solver is left as it was."""
+    for size in range(1, most + 1):
+        solver.push()
+        for sort in SORTS:
+            elems = [z3.Const(f"bound_{sort}{j}", sig.sorts[sort]) for j in range(size)]
+            x = z3.Const(f"bound_{sort}_x", sig.sorts[sort])
+            solver.add(z3.ForAll([x], z3.Or(*[x == e for e in elems])))
+        found = solver.check(*assumptions) == z3.sat
+        model = solver.model() if found else None
+        solver.pop()
+        if found:
+            return model
+    return None
+
+
+def _check(solver: z3.Solver, sig: Symbolic, assumptions: Sequence[Any], timeout_ms: int) -> tuple[Any, Any]:
+    """One consecution query: its result, and a small model when it found one first. Proofs (unsat) come
+    fast; a counterexample can be slow to find over unbounded sorts, so a query still open after a short
+    try is first asked for a model of a few elements per sort (a CTI as small as it gets), and only then
+    given the full timeout."""
+    solver.set("timeout", min(timeout_ms, QUICK_MS))
+    r = solver.check(*assumptions)
+    solver.set("timeout", timeout_ms)
+    if r != z3.unknown or timeout_ms <= QUICK_MS:
+        return r, None
+    small = _small_model(solver, sig, assumptions)
+    if small is not None:
+        return z3.sat, small
+    return solver.check(*assumptions), None
 
 
 def _sizes(fin: Any) -> dict[str, int]:
@@ -147,7 +181,7 @@ def prove_config(config: Config, variant: str = "correct", *, timeout_ms: int = 
             arg = sig.var(sort, "arg") if sort else None
             post = model.apply(pre, name, arg)
             solver = _solver(timeout_ms)
-            solver.add(*axioms, _as_bool(model.guard(pre, name, arg)))
+            solver.add(*axioms, _as_bool(model.guard(pre, name, arg)), *model.definitions(pre, arg))
             for c in alive:
                 solver.add(z3.Implies(lits[c.name], _as_bool(c.holds(model, pre))))
             if rounds == 1:
@@ -165,13 +199,13 @@ def prove_config(config: Config, variant: str = "correct", *, timeout_ms: int = 
                 solver.push()
                 solver.add(z3.Not(_as_bool(c.holds(model, post))))
                 t0 = time.perf_counter()
-                r = solver.check(*lits.values())
+                r, found = _check(solver, sig, list(lits.values()), timeout_ms)
                 seconds[c.name] += time.perf_counter() - t0
                 queries += 1
                 if r == z3.unsat:
                     cores[(c.name, name)] = {str(x).split(":", 1)[1] for x in solver.unsat_core()} - {c.name}
                 elif r == z3.sat:
-                    small = _smallest(solver, sig, list(lits.values()))
+                    small = found if found is not None else _smallest(solver, sig, list(lits.values()))
                     failed[c.name] = Verdict(c.name, c.kind, "cti", 0.0, cti=_cti(
                         variant, config, c, name, sig, pre, small, sort, arg, alive))
                     dropped = True

@@ -57,8 +57,19 @@ def _sf(c: Config) -> bool:
 
 
 def _exact(c: Config) -> bool:
-    """Exact single-flight (not prefix coordination): where single_prefill and its lemmas are proved."""
+    """Exact single-flight (not prefix coordination): where one_busy_per_input and its kin are proved."""
     return c.single_flight and not c.prefix_flights
+
+
+def _prefix(c: Config) -> bool:
+    """Prefix coordination: where the per-page claims replace one_busy_per_input."""
+    return c.prefix_flights
+
+
+def _proved_single_prefill(c: Config) -> bool:
+    """Where single_prefill and its lemmas are candidates: single-flight, except prefix coordination under
+    the promote policy, where the design duplicates a shared page (:data:`PARTLY_MODELLED`)."""
+    return c.single_flight and not (c.prefix_flights and c.leader_loss == "promote")
 
 
 def _all(m: Any, sort: str, fn: Callable[..., Any], arity: int = 1) -> Any:
@@ -85,7 +96,7 @@ def follower_waits_for_release(m: Any, s: Any) -> Any:
 
 
 @_prop("With single-flight, no shareable page is prefilled while a copy is cached or held by another live request, "
-       "except by design (an expired wait, or a lost leader's followers all released).", _exact)
+       "except by design (an expired wait, or a lost leader's followers all released).", _proved_single_prefill)
 def single_prefill(m: Any, s: Any) -> Any:
     return Not(s.g_dup)
 
@@ -152,8 +163,10 @@ def blocked_in_open_flight(m: Any, s: Any) -> Any:
        "shares at least min_shared_pages pages with the request's.", lambda c: c.prefix_flights)
 def waits_for_shared_pages(m: Any, s: Any) -> Any:
     waiting = lambda j: And(s.ph(j) == BLOCKED, s.mem(j, j), s.fl(j))  # noqa: E731
+    # the correct design's reading of "shares enough", not the model's (a variant may loosen that)
+    shares = lambda j, f: And(m.sig.cls(f) != m.sig.cls(j), m.sig.shares(m.sig.cls(j), m.sig.cls(f)))  # noqa: E731
     return _all(m, "R", lambda j, f: Implies(s.via(j, f), And(
-        m.can_wait_via(j, f), s.fl(f), Or(waiting(j), m.orphaned(s, j)))), 2)
+        shares(j, f), s.fl(f), Or(waiting(j), m.orphaned(s, j)))), 2)
 
 
 @_prop("The coordinator knows a live request once: as a member of a flight or in the released set, never both.")
@@ -176,19 +189,18 @@ PROPERTIES: tuple[Invariant, ...] = (
 
 #: Properties proved for all sizes under some configurations only, and why not under the others.
 PARTLY_MODELLED: dict[str, str] = {
-    "single_prefill": "proved for all sizes under exact single-flight, on any prompt tree; under prefix "
-                      "coordination bounded (`flightcheck prove`, the explorer): its induction needs a lemma on "
-                      "the flight each waiter chose, and under the promote policy the design duplicates a shared "
-                      "page when a lost leader's flight is released to waiters of two other prompts (three "
-                      "questions over one document, the document's leader aborted; docs/proofs.md, Known limits)",
+    "single_prefill": "proved for all sizes under exact single-flight and under prefix coordination with "
+                      "release-all, on any prompt tree; under prefix coordination with promote it is false: the "
+                      "design duplicates a shared page when a lost leader's flight is released to waiters of two "
+                      "other prompts (three questions over one document, the document's leader aborted; "
+                      "docs/proofs.md); bounded there (`flightcheck prove`, the explorer)",
 }
-
 
 
 def bounded_here(config: Config) -> list[str]:
     """The properties of :data:`PARTLY_MODELLED` that the spec checks under ``config`` but the relational
-    model does not prove there (``single_prefill`` under prefix coordination)."""
-    return ["single_prefill"] if config.prefix_flights else []
+    model does not prove there (``single_prefill`` under prefix coordination with promote)."""
+    return [] if _proved_single_prefill(config) or not config.single_flight else ["single_prefill"]
 
 
 NOT_MODELLED: dict[str, str] = {
@@ -311,14 +323,16 @@ def members_of_open_flights(m: Any, s: Any) -> Any:
 
 
 @_lemma("New here (a single slot in the finite encoding): a request waits via at most one flight, and only one it "
-        "can wait via, as the leader of its own flight (or its lost leader, until the flight is settled), holding no "
-        "page (it was never admitted).", lambda c: c.prefix_flights)
+        "can wait via, as the blocked leader of its own flight (or its lost leader, until the flight is settled), "
+        "holding no page (it was never admitted); two flights never wait via each other.", lambda c: c.prefix_flights)
 def one_wait_per_request(m: Any, s: Any) -> Any:
     sig = m.sig
     return And(
         sig.forall("R", lambda j: _all(m, "R", lambda f, g: Implies(And(s.via(j, f), s.via(j, g)), f == g), 2)),
-        _all(m, "R", lambda j, f: Implies(s.via(j, f), And(m.can_wait_via(j, f), Or(s.mem(j, j), m.orphaned(s, j)))), 2),
+        _all(m, "R", lambda j, f: Implies(s.via(j, f), And(m.can_wait_via(j, f), Or(
+            And(s.ph(j) == BLOCKED, s.mem(j, j)), And(m.lost(s, j), s.fl(j))))), 2),
         _all(m, "R", lambda j, f: Implies(s.via(j, f), sig.forall("P", lambda k: Not(s.hold(j, k)))), 2),
+        _all(m, "R", lambda j, f: Implies(s.via(j, f), Not(s.via(f, j))), 2),
     )
 
 
@@ -360,6 +374,36 @@ def one_busy_per_input(m: Any, s: Any) -> Any:
         And(m.sig.cls(a) == m.sig.cls(b), is_busy(m, s, a), is_busy(m, s, b)), a == b), 2))
 
 
+def claims(m: Any, s: Any, j: Any, k: Any) -> Any:
+    """``j`` will compute page ``k`` of its prompt, or holds it unpublished: waiting without holding it,
+    prefilling short of it, holding a private copy, or blocked waiting via a flight whose prompt does not
+    have it (its release will not pin it)."""
+    sig = m.sig
+    via_misses = sig.exists("R", lambda f: And(s.via(j, f), Not(sig.onp(sig.cls(f), k))))
+    return And(m.on_path(j, k), Or(
+        And(s.ph(j) == WAITING, Not(s.hold(j, k))),
+        And(s.ph(j) == PREFILL, Not(s.comp(j, k))),
+        And(m.live(s, j), m.unpublished(s, j, k)),
+        And(s.ph(j) == BLOCKED, via_misses),
+    ))
+
+
+@_lemma("New here (prefix coordination's form of one_busy_per_input): in strict runs, of two coordinated requests "
+        "(the same prompt, or prompts sharing under prefix coordination) at most one claims a page both have.",
+        lambda c: _prefix(c) and _proved_single_prefill(c))
+def one_claim_per_page(m: Any, s: Any) -> Any:
+    sig = m.sig
+    return Implies(_strict(m, s), sig.forall("P", lambda k: _all(m, "R", lambda a, b: Not(And(
+        a != b, m.coordinated_class(sig.cls(a), sig.cls(b)), claims(m, s, a, k), claims(m, s, b, k))), 2)))
+
+
+@_lemma("New here: in strict runs under prefix coordination, a request that claims a page leads an open flight, so "
+        "a newcomer sharing that page waits via it (or via one sharing more).",
+        lambda c: _prefix(c) and _proved_single_prefill(c))
+def claimants_lead(m: Any, s: Any) -> Any:
+    return Implies(_strict(m, s), _all_rp(m, lambda j, k: Implies(claims(m, s, j, k), And(s.mem(j, j), s.fl(j)))))
+
+
 def exclusive(m: Any, i: Any, k: Any) -> Any:
     """Every prompt whose path has page ``k`` is coordinated with ``i``'s (its own, or one it shares with
     under prefix coordination): nobody else computes ``k`` by design."""
@@ -369,14 +413,14 @@ def exclusive(m: Any, i: Any, k: Any) -> Any:
 
 @_lemma("Single-flight, strict runs: no page a prefilling request has yet to compute is cached, unless a prompt "
         "it is not coordinated with has that page too (spec/lemmas.py says the next one; on a prefix-closed cache "
-        "that is the same, and this form needs no alternation).", _exact)
+        "that is the same, and this form needs no alternation).", _proved_single_prefill)
 def next_page_uncached(m: Any, s: Any) -> Any:
     return Implies(_strict(m, s), _all_rp(m, lambda i, k: Implies(
         And(s.ph(i) == PREFILL, m.on_path(i, k), Not(s.comp(i, k)), exclusive(m, i, k)), s.pg(k) == NOT_CACHED)))
 
 
 @_lemma("Single-flight, strict runs: a released request holds every shareable page of its input, so it never "
-        "computes one.", _exact)
+        "computes one.", _proved_single_prefill)
 def released_hold_all(m: Any, s: Any) -> Any:
     return Implies(_strict(m, s), m.sig.forall("R", lambda j: Implies(
         And(s.rel(j), s.ph(j) >= WAITING, s.ph(j) <= DECODE), m.all_held(s, j))))
@@ -413,7 +457,7 @@ LEMMAS: tuple[Invariant, ...] = (
     in_bounds, pages_are_prefixes, one_flight_per_member, absent_is_blank, terminated_is_forgotten,
     progress_matches_phase, cache_prefix_closed, nothing_cached_without_caching, held_is_cached, live_is_known,
     members_of_open_flights, one_wait_per_request, no_waits_via, one_pending_flight, uncoordinated_has_no_flights, one_busy_per_input,
-    next_page_uncached, released_hold_all, waiting_leader_pins, pending_leader_holds_all,
+    one_claim_per_page, claimants_lead, next_page_uncached, released_hold_all, waiting_leader_pins, pending_leader_holds_all,
     nothing_expired,
 )
 

@@ -80,7 +80,7 @@ class RelModel:
             "publish": c.prefix_caching and (c.publication == "incremental" or (c.single_flight and c.release == "after-prefill")),
         }
         self.actions = tuple((n, a) for n, a in ACTIONS if present.get(n, True))
-        self._picks: dict[tuple[int, int], Any] = {}  # the symbolic via choices (see _via_pick)
+        self._picks: dict[tuple[str, int, int], Any] = {}  # the symbolic choices (see _choice)
 
     # ------------------------------------------------------------------ running the model
     def guard(self, s: RelState, name: str, arg: Any = None) -> Any:
@@ -239,14 +239,14 @@ class RelModel:
 
     # ------------------------------------------------------------------ arrive, admit
     def g_arrive(self, s: RelState, i: Any) -> Any:
-        return And(s.ph(i) == ABSENT, self.calm(s), self._via_pick(s, i)[2])
+        return And(s.ph(i) == ABSENT, self.calm(s))
 
     def u_arrive(self, s: RelState, i: Any) -> RelState:
         if not self.config.single_flight:
             return s.update(ph=lambda x: If(x == i, WAITING, s.ph(x)), rel=lambda x: Or(x == i, s.rel(x)))
         c = self.sig.cls(i)
         follows = self.sig.exists("R", lambda f: s.idx(c, f))
-        waits, chosen, _defined = self._via_pick(s, i)
+        waits, chosen = self._via_pick(s, i)
         return s.update(
             ph=lambda x: If(x == i, If(follows, BLOCKED, If(waits, BLOCKED, WAITING)), s.ph(x)),
             mem=lambda x, g: If(x == i, If(follows, s.idx(c, g), g == i), s.mem(x, g)),
@@ -260,28 +260,43 @@ class RelModel:
         it prefers among those it can wait via (the spec: most shared pages, earliest leader)."""
         if not self.config.prefix_flights:
             return False
-        ok = lambda g: And(self.can_wait_via(i, g), s.fl(g))  # noqa: E731
+        ok = lambda g: self.via_candidate(s, i, g)  # noqa: E731
         return And(ok(f), self.sig.forall("R", lambda g: Implies(And(ok(g), g != f), self.sig.prefer(i, f, g))))
 
-    def _via_pick(self, s: RelState, i: Any) -> tuple[Any, Any, Any]:
-        """Whether ``i`` waits via a flight on arrival, which one (a predicate over flights), and what defines
-        them. Finite: computed. Symbolic: two fresh constants (the choice, Skolemized) whose definition is
-        part of the guard, so that the successor holds no quantifier alternation (``exists f. forall g``)."""
+    def via_candidate(self, s: RelState, i: Any, g: Any) -> Any:
+        """An open flight ``i`` may wait via on arrival (variants loosen it)."""
+        return And(self.can_wait_via(i, g), s.fl(g))
+
+    def _via_pick(self, s: RelState, i: Any) -> tuple[Any, Any]:
+        """Whether ``i`` waits via a flight on arrival, and which one (a predicate over flights)."""
         if not self.config.prefix_flights:
-            return False, (lambda g: False), True
+            return False, (lambda g: False)
+        return self._choice("via", s, i, lambda g: self.via_candidate(s, i, g), lambda f: self.via_choice(s, i, f))
+
+    def _choice(self, kind: str, s: RelState, arg: Any, candidate: Any, best: Any) -> tuple[Any, Any]:
+        """A choice among ``candidate`` elements of ``R`` (``best(x)``: ``x`` is the one chosen): whether
+        there is one, and a predicate naming it. Finite: computed. Symbolic: two fresh constants (the
+        choice Skolemized) whose meaning :meth:`definitions` gives, so that no successor holds a
+        ``forall``-``exists`` alternation."""
         if not self.sig.symbolic:
-            picks = [f for f in self.sig.domain["R"] if self.via_choice(s, i, f)]
-            return bool(picks), (lambda g: g in picks), True
-        key = (id(s), i.get_id())
+            picks = [x for x in self.sig.domain["R"] if best(x)]
+            return bool(picks), (lambda g: g in picks)
+        key = (kind, id(s), arg.get_id())
         if key not in self._picks:
             n = len(self._picks)
-            waits, pick = z3.Bool(f"waits_via{n}"), self.sig.var("R", f"via_pick{n}_")
-            ok = lambda g: And(self.can_wait_via(i, g), s.fl(g))  # noqa: E731
-            defined = And(Implies(waits, self.via_choice(s, i, pick)),
-                          Implies(Not(waits), self.sig.forall("R", lambda g: Not(ok(g)))))
-            self._picks[key] = (s, waits, (lambda g: And(waits, g == pick)), defined)
-        _s, waits, chosen, defined = self._picks[key]
-        return waits, chosen, defined
+            some, pick = z3.Bool(f"{kind}_some{n}"), self.sig.var("R", f"{kind}_pick{n}_")
+            defined = And(Implies(some, best(pick)), Implies(Not(some), self.sig.forall("R", lambda g: Not(candidate(g)))))
+            self._picks[key] = (s, some, (lambda g: And(some, g == pick)), defined)
+        _s, some, chosen, _defined = self._picks[key]
+        return some, chosen
+
+    def definitions(self, s: RelState, arg: Any) -> list[Any]:
+        """What the symbolic choice constants of an action on ``arg`` from ``s`` mean (asserted beside its
+        guard by the checker; an action without a choice has none)."""
+        if arg is None:
+            return []
+        return [d for (_kind, sid, aid), (_s, _some, _chosen, d) in self._picks.items()
+                if sid == id(s) and aid == arg.get_id()]
 
     def g_admit(self, s: RelState, i: Any) -> Any:
         return And(s.ph(i) == WAITING, s.running < self.sig.capacity, self.calm(s))
@@ -369,8 +384,9 @@ class RelModel:
     def u_release(self, s: RelState, f: Any) -> RelState:
         cf = self.sig.cls(f)
         freed = lambda j: And(j != f, self.sig.cls(j) == cf, s.mem(j, f), s.ph(j) == BLOCKED)  # noqa: E731
-        waiter = lambda j: And(self.can_wait_via(j, f), s.via(j, f), s.ph(j) == BLOCKED)  # noqa: E731
+        waiting = lambda j: And(self.can_wait_via(j, f), s.via(j, f), s.ph(j) == BLOCKED)  # noqa: E731
         lost = self.terminated(s, f)
+        waiter = waiting  # every request waiting via f goes to admission
         pinned = lambda j, k: If(freed(j), self.pins(s, f, k), If(waiter(j), self.waiter_pins(s, f, j, k), s.hold(j, k)))  # noqa: E731
         return s.update(
             g_early=Or(s.g_early, Not(self.at_release_point(s, f))),

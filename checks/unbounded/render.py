@@ -22,6 +22,7 @@ from flightcheck.checks.unbounded.invariants import bounded_here
 from flightcheck.checks.unbounded.result import Cti, UnboundedReport
 from flightcheck.spec.state import PAGE_NAMES, PHASE_NAMES
 
+_PLURAL = {"class": "classes"}
 _TERM = {0: "ok", 1: "a legitimate termination rejected", 2: "a bogus termination accepted"}
 
 
@@ -50,6 +51,7 @@ def _role(sig: Any, s: Any, x: int) -> str:
             parts.append(f"follows f{f}" + ("" if s.fl(f) else " (closed)"))
     if s.fl(x) and x not in flights:
         parts.append(f"flight f{x} open without its leader")
+    parts += [f"waits via f{f}" for f in sig.domain["R"] if s.via(x, f)]
     if s.rel(x):
         parts.append("released")
     if s.exp(x):
@@ -115,7 +117,7 @@ def format_changes(before: dict[str, Any], after: dict[str, Any], indent: str = 
 
 def format_cti(cti: Cti, design: str = "correct") -> str:
     """A CTI as text: what fails, where, and the step that breaks it."""
-    sizes = ", ".join(f"{n} {k}{'' if n == 1 else 's'}" for k, n in cti.sizes.items())
+    sizes = ", ".join(f"{n} {k if n == 1 else _PLURAL.get(k, k + 's')}" for k, n in cti.sizes.items())
     if cti.action == "initial":
         head = f"{cti.invariant} fails in the initial state ({sizes}):"
         return "\n".join([head] + format_state(cti.before))

@@ -132,9 +132,27 @@ class EvictReferenced(RelModel):
         return And(s.pg(k) == READY, self.is_leaf(s, k), self.calm(s))
 
 
+class ViaUnshared(RelModel):
+    """Prefix coordination waits via any other prompt's open flight, however few pages they share."""
+
+    variant_name = "via-unshared"
+
+    def via_candidate(self, s: RelState, i: Any, g: Any) -> Any:
+        return And(self.config.prefix_flights, self.sig.cls(g) != self.sig.cls(i), s.fl(g))
+
+
+class WaiterPinsUnpublished(RelModel):
+    """A waiter pins every page its prompt shares with the flight's, held by the leader or not."""
+
+    variant_name = "waiter-pins-unpublished"
+
+    def waiter_pins(self, s: RelState, f: Any, j: Any, k: Any) -> Any:
+        return And(self.on_path(j, k), self.sig.onp(self.sig.cls(f), k))
+
+
 MODELLED: dict[str, type] = {cls.variant_name: cls for cls in (
     RelModel, ForgetAtRelease, NoUnknownCheck, InsertOnMiss, EarlyRelease, UnpinnedRelease, PromoteReleased,
-    PromoteLosesFollowers, ExpireForgets, EvictReferenced,
+    PromoteLosesFollowers, ExpireForgets, EvictReferenced, ViaUnshared, WaiterPinsUnpublished,
 )}
 
 NOT_MODELLED: dict[str, str] = {
@@ -143,9 +161,8 @@ NOT_MODELLED: dict[str, str] = {
     "stranded-followers": "it violates no_deadlock, which is not a safety invariant of the relational model "
                           "(admission reads a counter the model leaves unconstrained)",
     "admit-ignores-reservations": "the page pool (admission_has_room) needs exact cardinalities",
-    "via-unshared": "prefix coordination (waiting via another prompt's flight) is not modelled",
-    "waiter-pins-unpublished": "prefix coordination (waiting via another prompt's flight) is not modelled",
-    "sibling-under-parent-key": "prompt trees (classes sharing pages) are not modelled",
+    "sibling-under-parent-key": "it publishes a page under another page's key: the relational model names "
+                                "pages, not their keys, so a page cannot be cached under the wrong name",
 }
 
 

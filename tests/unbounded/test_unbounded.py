@@ -9,7 +9,9 @@ from flightcheck.checks.cli.app import app
 from flightcheck.checks.unbounded.checker import prove_config
 from flightcheck.checks.unbounded.config import Config, from_scenario, unmodelled
 from flightcheck.checks.unbounded.drift import check_drift
-from flightcheck.checks.unbounded.invariants import NOT_MODELLED, PARTLY_MODELLED, lemmas_for, properties_for
+from flightcheck.checks.unbounded.invariants import (
+    NOT_MODELLED, PARTLY_MODELLED, bounded_here, lemmas_for, properties_for,
+)
 from flightcheck.checks.unbounded.render import format_cti
 from flightcheck.checks.unbounded.run import variant_config
 from flightcheck.checks.unbounded.variants import MODELLED
@@ -37,6 +39,7 @@ LEMMAS = [
     Config(),  # after-prefill, incremental, release-all; every environment action
     Config(release="on-completion", publication="on-completion", leader_loss="promote"),
     Config(coordination="none"),
+    Config(coordination="prefix"),
     Config(coordination="prefix", leader_loss="promote"),
 ], ids=lambda c: c.label())
 def test_correct_design_proves_every_modelled_property_for_all_sizes(config):
@@ -45,10 +48,14 @@ def test_correct_design_proves_every_modelled_property_for_all_sizes(config):
     assert r.vacuous == []  # every action is enabled in some state of the invariant
     names = {v.name for v in r.properties}
     assert names == {p.name for p in properties_for(config)} and names <= PROVED
-    if config.prefix_flights:
-        # single_prefill is proved under exact single-flight only; here it is listed with its reason
+    if config.prefix_flights and config.leader_loss == "promote":
+        # the design duplicates a shared page here (see the next test): single_prefill is listed, not proved
         assert "waits_for_shared_pages" in names and "single_prefill" not in names
-        assert "single_prefill" in PARTLY_MODELLED
+        assert "single_prefill" in PARTLY_MODELLED and bounded_here(config) == ["single_prefill"]
+    elif config.prefix_flights:
+        # under prefix coordination single_prefill leans on the per-page claims, not one_busy_per_input
+        assert {"waits_for_shared_pages", "single_prefill"} <= names
+        assert "one_claim_per_page" in r.verdict("single_prefill").support
         assert {"one_wait_per_request", "members_of_open_flights"} <= {v.name for v in r.lemmas}
     elif config.single_flight:
         assert set(LEMMAS) <= {v.name for v in r.lemmas} == {x.name for x in lemmas_for(config)}
@@ -144,10 +151,10 @@ def test_unmodelled_scenarios_say_why():
 
 
 def test_prefix_promote_duplicate_under_three_prompts_is_reachable():
-    # Why single_prefill is bounded only under prefix coordination (PARTLY_MODELLED): three questions over
-    # one document, each waiting via the document's flight; its leader is aborted before computing the
-    # page, nobody can be promoted, and both waiters compute the shared page. The promote policy excuses no
-    # lost leader, so this is a duplicate of the design's (release-all excuses it).
+    # Why single_prefill is not proved for all sizes under prefix coordination with promote (PARTLY_MODELLED):
+    # three questions over one document, each waiting via the document's flight; its leader is aborted
+    # before computing the page, nobody can be promoted, and both waiters compute the shared page. The
+    # promote policy excuses no lost leader, so this is a duplicate of the design's (release-all excuses it).
     from flightcheck.checks.explore.explorer import explore
     from flightcheck.spec.model import FlightSpec
     from flightcheck.spec.scenario import Policy, tree
