@@ -49,6 +49,13 @@ def _solver(timeout_ms: int) -> z3.Solver:
     return s
 
 
+def _at_most(sig: Symbolic, sort: str, n: int) -> Any:
+    """Domain closure: ``sort`` has at most ``n`` elements (every element is one of ``n`` constants)."""
+    elems = [z3.Const(f"bound_{sort}{j}", sig.sorts[sort]) for j in range(n)]
+    x = z3.Const(f"bound_{sort}_x", sig.sorts[sort])
+    return z3.ForAll([x], z3.Or(*[x == e for e in elems]))
+
+
 def _smallest(solver: z3.Solver, sig: Symbolic, assumptions: Sequence[Any], most: int = 6) -> z3.ModelRef:
     """A model of the (satisfiable) query with as few requests, then pages, then classes as z3 finds:
     each sort's universe is bounded by 1, 2, ... elements (an added domain closure) until one is sat."""
@@ -56,10 +63,8 @@ def _smallest(solver: z3.Solver, sig: Symbolic, assumptions: Sequence[Any], most
     kept = 0
     for sort in ("R", "P", "C"):
         for n in range(1, most + 1):
-            elems = [z3.Const(f"min_{sort}{j}", sig.sorts[sort]) for j in range(n)]
-            x = z3.Const(f"min_{sort}_x", sig.sorts[sort])
             solver.push()
-            solver.add(z3.ForAll([x], z3.Or(*[x == e for e in elems])))
+            solver.add(_at_most(sig, sort, n))
             if solver.check(*assumptions) == z3.sat:
                 model = solver.model()
                 kept += 1  # keep this bound while the next sorts are bounded
@@ -70,28 +75,14 @@ def _smallest(solver: z3.Solver, sig: Symbolic, assumptions: Sequence[Any], most
     return model
 
 
-def _enabled_small(solver: z3.Solver, sig: Symbolic, assumptions: Sequence[Any], size: int = 3) -> bool:
-    """The query is satisfiable with at most ``size`` elements of each sort (found fast: finite domains
-    leave the quantifier instantiation nothing to search). The solver is left as it was."""
-    solver.push()
-    for sort in SORTS:
-        elems = [z3.Const(f"small_{sort}{j}", sig.sorts[sort]) for j in range(size)]
-        x = z3.Const(f"small_{sort}_x", sig.sorts[sort])
-        solver.add(z3.ForAll([x], z3.Or(*[x == e for e in elems])))
-    found = solver.check(*assumptions) == z3.sat
-    solver.pop()
-    return found
-
-
-def _small_model(solver: z3.Solver, sig: Symbolic, assumptions: Sequence[Any], most: int = 3) -> Any:
-    """A model of the query with at most 1, 2, ... ``most`` elements of every sort (the first size that
-    has one), or None. The solver is left as it was."""
-    for size in range(1, most + 1):
+def _small_model(solver: z3.Solver, sig: Symbolic, assumptions: Sequence[Any],
+                 sizes: Sequence[int] = (1, 2, 3)) -> Any:
+    """A model of the query with at most ``size`` elements of every sort, for the first of ``sizes`` that
+    has one, or None (found fast: finite domains leave the quantifier instantiation nothing to search).
+    The solver is left as it was."""
+    for size in sizes:
         solver.push()
-        for sort in SORTS:
-            elems = [z3.Const(f"bound_{sort}{j}", sig.sorts[sort]) for j in range(size)]
-            x = z3.Const(f"bound_{sort}_x", sig.sorts[sort])
-            solver.add(z3.ForAll([x], z3.Or(*[x == e for e in elems])))
+        solver.add(*[_at_most(sig, sort, size) for sort in SORTS])
         found = solver.check(*assumptions) == z3.sat
         model = solver.model() if found else None
         solver.pop()
@@ -188,7 +179,7 @@ def prove_config(config: Config, variant: str = "correct", *, timeout_ms: int = 
                 # Whether the action is ever enabled under the candidates: a diagnostic, so a short timeout
                 # (a satisfiable query over every axiom can be slow to find its model; unknown says nothing).
                 queries += 1
-                if not _enabled_small(solver, sig, list(lits.values())):
+                if _small_model(solver, sig, list(lits.values()), sizes=(3,)) is None:
                     solver.set("timeout", min(timeout_ms, VACUITY_MS))
                     if solver.check(*lits.values()) == z3.unsat:
                         vacuous.append(name)

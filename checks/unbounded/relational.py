@@ -384,9 +384,9 @@ class RelModel:
     def u_release(self, s: RelState, f: Any) -> RelState:
         cf = self.sig.cls(f)
         freed = lambda j: And(j != f, self.sig.cls(j) == cf, s.mem(j, f), s.ph(j) == BLOCKED)  # noqa: E731
-        waiting = lambda j: And(self.can_wait_via(j, f), s.via(j, f), s.ph(j) == BLOCKED)  # noqa: E731
+        # every request waiting via f goes to admission too
+        waiter = lambda j: And(self.can_wait_via(j, f), s.via(j, f), s.ph(j) == BLOCKED)  # noqa: E731
         lost = self.terminated(s, f)
-        waiter = waiting  # every request waiting via f goes to admission
         pinned = lambda j, k: If(freed(j), self.pins(s, f, k), If(waiter(j), self.waiter_pins(s, f, j, k), s.hold(j, k)))  # noqa: E731
         return s.update(
             g_early=Or(s.g_early, Not(self.at_release_point(s, f))),
