@@ -166,6 +166,35 @@ class Coordinator:
             self.released_request_ids.add(flight.leader_request_id)
         return followers
 
+    def hand_on_waiters(self, flight_id: int) -> tuple[int, int | None]:
+        """A lost leader's flight, released with nobody to promote, hands its waiters on (coordination
+        "prefix", leader loss "promote"): the waiter whose prompt shares the most pages with it (the
+        earliest on a tie) is the heir, every other waiter waits via the heir's flight, and if the lost
+        leader itself waited via another flight the heir takes its place there. Returns the heir and the
+        flight it now waits via (None: it goes to admission). Call before :meth:`release`.
+
+        Why: freeing every waiter at once would have two other prompts compute the pages they share with
+        this one (the spec's variant ``waiters-all-freed``)."""
+        flight = self.flights[flight_id]
+        assert not flight.is_leader_live and flight.via_request_ids, f"flight {flight_id}: no lost leader's waiters"
+        waiters = list(flight.via_request_ids)
+        heir = max(waiters, key=lambda w: (num_shared(self.flights[self.flight_led_by(w)].page_keys,
+                                                      flight.page_keys), -w))
+        heir_flight_id = self.flight_led_by(heir)
+        heir_flight = self.flights[heir_flight_id]
+        for w in waiters:
+            if w != heir:
+                self.flights[self.flight_led_by(w)].via_flight_id = heir_flight_id
+                heir_flight.via_request_ids.append(w)
+        inherited = flight.via_flight_id
+        heir_flight.via_flight_id = inherited
+        if inherited is not None:  # the heir takes the lost leader's place in that flight's list
+            others = self.flights[inherited].via_request_ids
+            others[others.index(flight.leader_request_id)] = heir
+            flight.via_flight_id = None
+        flight.via_request_ids = []
+        return heir, inherited
+
     def expire(self, flight_id: int, request_id: int) -> None:
         """A follower whose wait ran out leaves its flight for the released set (ahead of the flight);
         a leader waiting via ``flight_id`` stops waiting and keeps leading its own flight."""

@@ -81,12 +81,16 @@ class FlightLifecycle:
     def release(self, flight_id: int, reason: str) -> None:
         """Closes the flight: its followers pin what the leader holds and go to admission, then the
         leaders waiting via it pin the shared part of it and go to admission too (each still leading
-        its own flight); a terminated leader's kept pages are dropped."""
+        its own flight), except that a lost leader's waiters under "promote" are handed on (only the heir
+        goes, unless it inherits the lost leader's own wait); a terminated leader's kept pages are dropped."""
         assert self.can_release(flight_id)
         flight = self.coordinator.flights[flight_id]
         leader = self.requests[flight.leader_request_id]
         pins = self.held_pages(leader)
         waiter_ids = list(flight.via_request_ids)  # the coordinator forgets them with the flight
+        if self.hands_on_waiters(flight):
+            heir, inherited = self.coordinator.hand_on_waiters(flight_id)
+            waiter_ids = [heir] if inherited is None else []  # the others (and an inheriting heir) wait on
         follower_ids = self.coordinator.release(flight_id)
         for request_id in follower_ids:
             self._pin(self.requests[request_id], pins)
@@ -100,6 +104,12 @@ class FlightLifecycle:
         self.counters.num_waiters_released += len(waiter_ids)
         self.events.emit("release", flight=flight_id, leader=leader.request_id, followers=follower_ids,
                          waiters=waiter_ids, reason=reason)
+
+    def hands_on_waiters(self, flight) -> bool:
+        """A lost leader's flight with waiters, released under leader loss "promote" (nobody was left to
+        promote): its waiters are handed on, not all freed (:meth:`Coordinator.hand_on_waiters`)."""
+        return (self.config.leader_loss == "promote" and bool(flight.via_request_ids)
+                and self.requests[flight.leader_request_id].phase in (Phase.ABORTED, Phase.FAILED))
 
     # --- promote -------------------------------------------------------------------------------
     def can_promote(self, flight_id: int) -> int | None:

@@ -45,6 +45,26 @@ class DerivedFacts:
         """How many shareable pages the prompts of requests ``i`` and ``j`` have in common, from the front."""
         return self.layout.shared[self.cls(i)][self.cls(j)]
 
+    def first_of(self, s: View, ranked: list[tuple[int, int]], ok: Any) -> Any:
+        """The candidate chosen among ``ranked`` (``(rank, x)`` pairs, the lowest rank best) for which ``ok(x)``
+        holds (``x + 1``, or 0 for none): the best rank, and among equals the earliest arrived (``seq``, in
+        a scenario that can meet such a tie) or else the lowest index, which is the same thing wherever
+        no two candidates of one rank can both hold."""
+        choice: Any = 0
+        if not self.layout.has_via_ties:
+            for _rank, x in reversed(sorted(ranked)):
+                choice = If(ok(x), x + 1, choice)
+            return choice
+        levels: dict[int, list[int]] = {}
+        for rank, x in sorted(ranked):
+            levels.setdefault(rank, []).append(x)
+        for rank in sorted(levels, reverse=True):
+            tied = levels[rank]
+            for x in reversed(tied):
+                earliest = And(ok(x), *[Or(Not(ok(y)), s.seq[x] < s.seq[y]) for y in tied if y != x])
+                choice = If(earliest, x + 1, choice)
+        return choice
+
     def can_wait_via(self, j: int, f: int) -> bool:
         """Under prefix coordination, ``j`` could wait via a flight led by ``f``: another prompt with at
         least ``min_shared_pages`` shareable pages in common with ``j``'s (static: the scenario decides)."""

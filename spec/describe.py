@@ -38,13 +38,19 @@ def page_name(spec: FlightSpec, k: int) -> str:
     return f"{class_name(c)}{p}"
 
 
+def _name(names: tuple[str, ...], value: int) -> str:
+    """A slot value's name; a value out of its range (a counterexample to induction starts from a state no
+    lemma constrains yet) reads as the number, marked."""
+    return names[value] if 0 <= value < len(names) else f"?{value}"
+
+
 def describe(spec: FlightSpec, state: State) -> dict[str, Any]:
     """A readable dictionary of a state: requests, flights, index, released IDs, cached pages, ghosts."""
     s = spec.view(state)
     n = spec.num_requests
     reqs = {}
     for i in range(n):
-        ph = PHASE_NAMES[s.ph[i]]
+        ph = _name(PHASE_NAMES, s.ph[i])
         d: dict[str, Any] = {"phase": ph}
         if s.mem[i]:
             f = s.mem[i] - 1
@@ -67,7 +73,7 @@ def describe(spec: FlightSpec, state: State) -> dict[str, Any]:
     }
     index = {class_name(c): f"f{s.idx[c] - 1}" for c in range(len(spec.layout.classes)) if s.idx[c]}
     pages = {
-        page_name(spec, k): {"state": PAGE_NAMES[s.pg[k]], "refs": s.ref[k]}
+        page_name(spec, k): {"state": _name(PAGE_NAMES, s.pg[k]), "refs": s.ref[k]}
         for k in range(len(spec.layout.page_slots)) if s.pg[k] or s.ref[k]
     }
     ghosts = {g: getattr(s, g) for g in ("g_term", "g_early", "g_dup") if getattr(s, g)}

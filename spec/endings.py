@@ -61,9 +61,12 @@ class FlightEndings:
             if j != f and self.cls(j) == self.cls(f):
                 freed, mine = blocked, pins
             elif self.can_wait_via(j, f):
-                # A request waiting via this flight pins what the leader holds of the pages they share.
-                freed, mine = And(s.via[j] == f + 1, s.ph[j] == BLOCKED), self.waiter_pins(s, f, j, pins)
-                e.via[j] = If(freed, 0, s.via[j])
+                # A request waiting via this flight pins what the leader holds of the pages they share; a
+                # lost leader's waiters are handed on instead, when the design does (hand_on_waiters).
+                waiting = And(s.via[j] == f + 1, s.ph[j] == BLOCKED)
+                stays, rewait = self.rewait_at_release(s, f, j, waiting, self.is_lost(s, f))
+                freed, mine = And(waiting, Not(stays)), self.waiter_pins(s, f, j, pins)
+                e.via[j] = If(freed, 0, If(stays, rewait, s.via[j]))
             else:
                 freed, mine = False, 0
             if freed is not False:
@@ -79,6 +82,32 @@ class FlightEndings:
         e.pubd[f] = If(lost, 0, s.pubd[f])
         e.via[f] = 0
         return e.build()
+
+    def hands_on_waiters(self) -> bool:
+        """Under prefix coordination with the ``promote`` policy, a lost leader's flight released with
+        nobody to promote hands its waiters on: the waiter whose prompt shares the most pages with it
+        (the earliest on a tie) takes over, and the others wait via that one's flight. Freeing them all
+        at once would have two prompts compute the pages they share (the design before: variant
+        ``waiters-all-freed``)."""
+        return self.policy.prefix_flights and self.policy.leader_loss == "promote"
+
+    def waiter_heir(self, s: View, f: int) -> Any:
+        """The waiter of flight ``f`` that takes over its waiters (``j + 1``, or 0 for none): the one whose
+        prompt shares the most pages with ``f``'s, the earliest arrived on a tie (as a request picks the
+        flight it waits via)."""
+        ranked = [(-self.num_shared(j, f), j) for j in range(self.num_requests) if self.can_wait_via(j, f)]
+        return self.first_of(s, ranked, lambda j: And(s.via[j] == f + 1, s.ph[j] == BLOCKED))
+
+    def rewait_at_release(self, s: View, f: int, j: int, waiting: Any, lost: Any) -> tuple[Any, Any]:
+        """Whether waiter ``j`` of flight ``f`` keeps waiting when ``f`` is released, and via what (``g + 1``):
+        handed on (:meth:`hands_on_waiters`), the heir inherits the flight ``f`` itself waited via (if any)
+        and every other waiter waits via the heir's flight."""
+        if not self.hands_on_waiters():
+            return False, 0
+        heir = self.waiter_heir(s, f)
+        is_heir = heir == j + 1
+        stays = And(waiting, lost, Or(Not(is_heir), s.via[f] != 0))
+        return stays, If(is_heir, s.via[f], heir)
 
     def waiter_pins(self, s: View, f: int, j: int, pins: Any) -> Any:
         """How many pages a request waiting via flight ``f`` pins at its release: what the leader holds of

@@ -24,6 +24,7 @@ For example::
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -41,23 +42,28 @@ class Lemma:
     check: Callable[[FlightSpec, View], Any]
     designs: tuple[str, ...] = ("correct", "draining")
     on_trees: bool = True
+    prefix_only: bool = False
 
     def applies(self, spec: FlightSpec) -> bool:
         """True when the lemma speaks of ``spec``'s design (the buggy variants are attempts at the
-        final design, so its lemmas are tried on them too, and simply fail where the bug bites) and of
-        its scenario (some are stated per prompt and are false where prompts share pages)."""
+        final design, so its lemmas are tried on them too, and simply fail where the bug bites), of
+        its scenario (some are stated per prompt and are false where prompts share pages) and of its
+        coordination (some speak of waits via other prompts' flights only)."""
         design = "draining" if getattr(spec, "variant_name", "correct") == "draining" else "correct"
-        return design in self.designs and (self.on_trees or not spec.scenario.prefixes)
+        return (design in self.designs and (self.on_trees or not spec.scenario.prefixes)
+                and (spec.policy.prefix_flights or not self.prefix_only))
 
     def holds(self, spec: FlightSpec, state: Any) -> Any:
         """The predicate on one state (a bool, or a z3 Bool for a symbolic state)."""
         return self.check(spec, spec.view(state))
 
 
-def lemma(story: str, designs: tuple[str, ...] = ("correct", "draining"), *, on_trees: bool = True):
+def lemma(story: str, designs: tuple[str, ...] = ("correct", "draining"), *, on_trees: bool = True,
+          prefix_only: bool = False):
     """Decorator: the function's name becomes the lemma's name. ``on_trees=False``: the lemma is stated
-    per prompt and does not apply to a scenario whose prompts share pages (a prompt tree)."""
-    return lambda fn: Lemma(fn.__name__, story, fn, designs, on_trees)
+    per prompt and does not apply to a scenario whose prompts share pages (a prompt tree).
+    ``prefix_only``: it applies under prefix coordination only."""
+    return lambda fn: Lemma(fn.__name__, story, fn, designs, on_trees, prefix_only)
 
 
 def _per_request(spec: FlightSpec) -> range:
@@ -167,6 +173,19 @@ def waits_via_open_flights(spec: FlightSpec, s: View) -> Any:
     return And(*conds)
 
 
+@lemma("Waits form no cycle: no requests wait via each other's flights round a loop (a lost leader's heir inherits "
+       "its wait, which would close one if waits could already form one).", prefix_only=True)
+def waits_are_acyclic(spec: FlightSpec, s: View) -> Any:
+    n = spec.num_requests
+    loops = []
+    for size in range(2, n + 1):
+        for ring in itertools.permutations(range(n), size):
+            edges = list(zip(ring, ring[1:] + ring[:1]))
+            if ring[0] == min(ring) and all(spec.can_wait_via(j, f) for j, f in edges):
+                loops.append(And(*[s.via[j] == f + 1 for j, f in edges]))
+    return Not(Or(*loops)) if loops else True
+
+
 @lemma("At most one flight is pending (its leader terminated, its release or hand-over due): the engine settles "
        "it in the same call.")
 def one_pending_flight(spec: FlightSpec, s: View) -> Any:
@@ -274,7 +293,8 @@ def waiting_leader_pins(spec: FlightSpec, s: View) -> Any:
 
 LEMMAS: tuple[Lemma, ...] = (
     absent_is_blank, terminated_is_forgotten, progress_matches_phase, cache_prefix_closed,
-    nothing_cached_without_caching, live_is_known, members_of_open_flights, waits_via_open_flights, one_pending_flight,
+    nothing_cached_without_caching, live_is_known, members_of_open_flights, waits_via_open_flights, waits_are_acyclic,
+    one_pending_flight,
     draining_members, one_busy_per_input, next_page_uncached, released_hold_all,
     waiting_leader_pins, uncoordinated_has_no_flights,
 )

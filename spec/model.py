@@ -28,7 +28,10 @@ The actions, in their fixed order (the engine's event log speaks the same names)
   admitted) and into the released set, as does a still live leader. Enabled at the release point
   (after-prefill: the leader's prefill done and its shareable pages published) or once the leader has
   terminated: a finished leader's followers are released; a lost one's (aborted, failed) too under the
-  ``release-all`` leader-loss policy, or when nobody is left to promote.
+  ``release-all`` leader-loss policy, or when nobody is left to promote. Such a lost leader's flight
+  under ``promote`` hands the requests waiting via it on: the one sharing the most pages with it (the
+  earliest arrived on a tie) inherits the lost leader's own wait (or goes to admission), and the others
+  wait via that one's flight.
 - ``promote(j)``: under ``promote``, a lost leader's flight is handed to a waiting follower ``j``: the
   flight is renamed after ``j``, which goes to admission with the old leader's pins (or, if the old
   leader was waiting via another flight, takes over that wait); the others wait on.
@@ -83,7 +86,7 @@ class FlightSpec(FlightEndings, DerivedFacts):
     def __init__(self, scenario: Scenario, policy: Policy | None = None) -> None:
         self.scenario = scenario
         self.policy = policy or scenario.policy
-        self.layout = Layout(scenario)
+        self.layout = Layout(scenario, self.policy)
         self.num_requests = self.layout.num_requests
         self.actions: tuple[Action, ...] = tuple(self._action_instances())
         self._guards: list[Callable[[View, int], Any]] = [getattr(self, "g_" + a.name) for a in self.actions]
@@ -194,20 +197,18 @@ class FlightSpec(FlightEndings, DerivedFacts):
         e.mem[i] = If(follows, s.idx[c], i + 1)
         e.fl[i] = If(follows, s.fl[i], OPEN)
         e.idx[c] = If(follows, s.idx[c], i + 1)
+        if self.layout.has_via_ties:
+            e.seq[i] = 1 + Sum(s.ph[j] != ABSENT for j in range(self.num_requests))
         if self.policy.prefix_flights:
             e.via[i] = If(follows, 0, via)
         return e.build()
 
     def via_choice(self, s: View, i: int) -> Any:
         """Under prefix coordination, the open flight (``f + 1``, or 0 for none) that a request opening a
-        flight of its own waits via: the one whose prompt shares the most pages with ``i``'s, the earliest
-        leader on a tie."""
-        ranked = sorted((f for f in range(self.num_requests) if self.can_wait_via(i, f)),
-                        key=lambda f: (-self.num_shared(i, f), f))
-        choice: Any = 0
-        for f in reversed(ranked):
-            choice = If(s.fl[f] == OPEN, f + 1, choice)
-        return choice
+        flight of its own waits via: the one whose prompt shares the most pages with ``i``'s, the leader that
+        arrived first on a tie (as the engine does)."""
+        ranked = [(-self.num_shared(i, f), f) for f in range(self.num_requests) if self.can_wait_via(i, f)]
+        return self.first_of(s, ranked, lambda f: s.fl[f] == OPEN)
 
     # ------------------------------------------------------------------ admit
     def g_admit(self, s: View, i: int) -> Any:

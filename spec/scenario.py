@@ -325,6 +325,9 @@ def _numbered() -> dict[str, Scenario]:
              story="A pool of 4 pages for a three-page document with two questions: a shared page is counted once."),
         tree("doc3-expire", (0, 1, 1), expiry=True,
              story="A request waiting via another question's flight gives up and computes the document itself."),
+        tree("tri-abort", (0, 1, 2), aborts=True, policy=Policy(coordination="prefix", leader_loss="promote"),
+             story="A document and two different questions, its leader cancelled before computing it: nobody "
+                   "can be promoted, so the first waiter takes over and the other waits via it."),
         Scenario(name="chat2", requests=(Request(0, 1), Request(1, 2), Request(1, 2)), prefixes=((1, 0, 1),),
                  policy=Policy(coordination="prefix"),
                  story="A conversation: the second turn extends the first, so its first page is the first turn's."),

@@ -12,7 +12,8 @@ the pages its leader held, its *pins*), ``PREFILL``, ``DECODE``, and the three e
 ``ABORTED`` (a client cancel) and ``FAILED`` (its forward pass failed).
 
 Per request, ``via`` names (``f + 1``) the other prompt's flight whose shared pages a flight leader
-waits for under prefix coordination (0: none). Per request, ``pubd`` counts the shareable pages of its prompt it holds references on, from the front:
+waits for under prefix coordination (0: none), and ``seq`` (only in a scenario where prefix coordination
+can meet a tie: see ``Layout.has_via_ties``) is its arrival rank, by which the engine breaks that tie. Per request, ``pubd`` counts the shareable pages of its prompt it holds references on, from the front:
 its pins while it waits, its hits and the pages it published while it runs, and, for a flight leader
 that has just terminated, the pages it still holds until its flight is released or handed on.
 
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from flightcheck.spec.scenario import Scenario
+from flightcheck.spec.scenario import Policy, Scenario
 
 ABSENT, BLOCKED, WAITING, PREFILL, DECODE, FINISHED, ABORTED, FAILED = range(8)
 PHASE_NAMES = ("absent", "blocked", "waiting", "prefill", "decode", "finished", "aborted", "failed")
@@ -105,8 +106,9 @@ def _common(a: list[int], b: list[int]):
 class Layout:
     """Names, offsets and ranges of every slot of a scenario's states."""
 
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, policy: Policy | None = None) -> None:
         self.scenario = scenario
+        policy = policy or scenario.policy  # the spec's own, where it overrides the scenario's
         reqs = scenario.requests
         n = len(reqs)
         self.num_requests = n
@@ -138,6 +140,13 @@ class Layout:
         # shared[c][d]: how many shareable pages classes c and d have in common, from the front.
         self.shared = [[sum(1 for _ in _common(a, b)) for b in self.class_pages] for a in self.class_pages]
         num_pages = len(self.page_slots)
+        # Prefix coordination breaks a tie between two flights (or two waiters) sharing equally many pages
+        # with a request by arrival, which only a scenario with such a tie needs to remember.
+        m = policy.min_shared_pages
+        sh = self.shared
+        self.has_via_ties = policy.coordination == "prefix" and any(
+            sh[c][d] == sh[c][e] >= m for c in range(len(sh)) for d in range(len(sh)) for e in range(d + 1, len(sh))
+            if c not in (d, e))
         self.fields: dict[str, tuple[int, int, list[int], list[int]]] = {}
         # What each field is indexed by ("request", "class", "page" or "scalar"), and the fields whose
         # values name a request (0 for none, i + 1 for request i): symmetry reduction renames both.
@@ -162,6 +171,8 @@ class Layout:
         add("fl", "request", n, [0] * n, [DRAINING] * n)
         add("exp", "request", n, [0] * n, [1] * n)  # its wait expired (sticky: kept after it terminates)
         add("via", "request", n, [0] * n, [n] * n)  # the flight (f + 1) whose shared pages it waits for
+        if self.has_via_ties:
+            add("seq", "request", n, [0] * n, [n] * n)  # its arrival rank (1: first; 0: not arrived)
         add("idx", "class", nc, [0] * nc, [n] * nc)
         add("pg", "page", num_pages, [0] * num_pages, [READY] * num_pages)
         add("ref", "page", num_pages, [0] * num_pages, [n] * num_pages)

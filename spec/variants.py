@@ -256,6 +256,17 @@ class WaiterPinsUnpublishedSpec(FlightSpec):
         return self.num_shared(j, f)
 
 
+class WaitersAllFreedSpec(FlightSpec):
+    """The design before the hand-on of waiters: a lost leader's flight released with nobody to promote
+    frees every request waiting via it at once, so two other prompts sharing its pages both compute
+    them (under ``promote``, which excuses no lost leader, a duplicate of the design's)."""
+
+    variant_name = "waiters-all-freed"
+
+    def hands_on_waiters(self) -> bool:
+        return False
+
+
 @dataclass(frozen=True)
 class Variant:
     """A named design variant: its spec class, the property it must violate (None if correct), its story,
@@ -325,6 +336,9 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("waiter-pins-unpublished", WaiterPinsUnpublishedSpec, "in_use_never_evicted",
             "A request waiting via a lost leader's flight pins shared pages the leader never published.",
             "doc3-abort"),
+    Variant("waiters-all-freed", WaitersAllFreedSpec, "single_prefill",
+            "A lost leader's flight frees all its waiters at once: two other prompts both compute the pages "
+            "they share with it.", "tri-abort"),
 )}
 
 

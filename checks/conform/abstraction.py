@@ -3,7 +3,7 @@
 The abstraction reads the engine's own structures, never its event log: each request's phase, hit
 pages, computed units, the cached pages it references from the front of its prompt (hits and published
 pages while it runs, pins while it waits, what a terminated flight leader still keeps), decode count and
-whether its wait expired, the flight whose shared pages it waits for (prefix coordination); the
+whether its wait expired, its arrival rank (where the layout keeps one), the flight whose shared pages it waits for (prefix coordination); the
 coordinator's flights (named after their current leader), index and
 released set; the prefix cache's pages (by chained key) with their reference counts, and with the
 :class:`~flightcheck.checks.conform.witness.KVWitness` whether their KV was really written. Everything
@@ -64,6 +64,9 @@ def abstract_state(engine: Any, tracker: Any, witness: KVWitness | None = None) 
     coord, pool = sched.coordinator, sched.pool
     e = lay.view(lay.initial()).edit()
     page_size = sched.page_size
+    if lay.has_via_ties:  # arrival ranks: engine request IDs grow with arrival
+        for rank, engine_id in enumerate(sorted(tracker.index_of), start=1):
+            e.seq[tracker.index_of[engine_id]] = rank
     for engine_id, i in tracker.index_of.items():
         req = sched.requests.get(engine_id)
         if req is None:

@@ -97,7 +97,9 @@ def _publish(ref: ReferenceCounters, s: Seen) -> None:
 def _release(ref: ReferenceCounters, s: Seen) -> None:
     spec, b, i = s.spec, s.b, s.i
     released = [j for j in range(spec.num_requests) if j != i and b.mem[j] == i + 1 and b.ph[j] == BLOCKED]
-    waiters = [j for j in range(spec.num_requests) if j != i and b.via[j] == i + 1 and b.ph[j] == BLOCKED]
+    # A lost leader's waiters handed on (the heir's wait inherited, the others waiting via the heir) stay blocked.
+    waiters = [j for j in range(spec.num_requests) if j != i and b.via[j] == i + 1 and b.ph[j] == BLOCKED
+               and s.a.ph[j] != BLOCKED]
     ref.counts["num_followers_released"] += len(released)
     ref.counts["num_waiters_released"] += len(waiters)
     ref.counts["num_pinned_pages"] += sum(s.a.pubd[j] for j in released + waiters)

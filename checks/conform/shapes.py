@@ -9,8 +9,10 @@ conform stage) and a test can use it on a deliberately broken engine.
 For example::
 
     >>> sorted(SHAPES)  # doctest: +NORMALIZE_WHITESPACE
-    ['a-hit-does-not-make-room', 'a-hit-refreshes-recency', 'a-tie-waits-via-the-earliest-flight',
-     'eos-at-a-later-output', 'eviction-skips-a-referenced-page', 'recency-follows-allocation-not-publication']
+    ['a-hit-does-not-make-room', 'a-hit-refreshes-recency', 'a-lost-leaders-waiters-are-handed-on',
+     'a-tie-waits-via-the-earliest-flight', 'an-heir-inherits-the-lost-leaders-wait', 'eos-at-a-later-output',
+     'eviction-skips-a-referenced-page', 'recency-follows-allocation-not-publication',
+     'the-heir-shares-the-most-pages']
     >>> SHAPES["a-hit-refreshes-recency"].program().setup.config["num_pages"]
     6
 """
@@ -88,6 +90,38 @@ def _eos_at_a_later_output() -> Program:
     return Program(setup, (("arrive", 0, 2.0, 11), ("step", 8)))
 
 
+def _handed_on(templates: tuple[Template, ...], ops: tuple) -> Program:
+    setup = Setup({"coordination": "prefix", "release": "after-prefill", "publication": "incremental",
+                   "leader_loss": "promote", "max_running": 2, "prefill_chunk_pages": 1, "num_pages": 24}, templates)
+    return Program(setup, ops)
+
+
+def _a_lost_leaders_waiters_are_handed_on() -> Program:
+    doc = class_tokens(0, 32, 256)
+    q0, q1, q2 = (Template(tuple(doc + class_tokens(q + 1, n, 256)), 2, f"Q{q}") for q, n in ((0, 5), (1, 21), (2, 9)))
+    return _handed_on((q0, q1, q2), (("arrive", 0, 0.0, 0), ("arrive", 1, 0.0, 0), ("arrive", 2, 0.0, 0),
+                                     ("abort", "leader", 0), ("step", 12)))
+
+
+def _the_heir_shares_the_most_pages() -> Program:
+    doc = class_tokens(0, 32, 256)
+    q0 = doc + class_tokens(1, 20, 256)  # three full pages
+    q1 = Template(tuple(doc + class_tokens(2, 21, 256)), 2, "Q1")       # shares two pages with Q0
+    q2 = Template(tuple(q0[:48] + class_tokens(3, 9, 256)), 2, "Q2")     # shares three
+    return _handed_on((Template(tuple(q0), 2, "Q0"), q1, q2),
+                      (("arrive", 0, 0.0, 0), ("arrive", 1, 0.0, 0), ("arrive", 2, 0.0, 0), ("abort", "leader", 0),
+                       ("step", 12)))
+
+
+def _an_heir_inherits_the_lost_leaders_wait() -> Program:
+    doc = class_tokens(0, 32, 256)
+    b = doc + class_tokens(2, 25, 256)
+    templates = (Template(tuple(doc + class_tokens(1, 20, 256)), 2, "A"), Template(tuple(b), 2, "B"),
+                 Template(tuple(b[:48] + class_tokens(3, 10, 256)), 2, "E"))
+    return _handed_on(templates, (("arrive", 0, 0.0, 0), ("arrive", 1, 0.0, 0), ("arrive", 2, 0.0, 0),
+                                  ("abort", "leader", 1), ("step", 14)))
+
+
 SHAPES: dict[str, Shape] = {s.name: s for s in (
     Shape("a-hit-refreshes-recency",
           "X's pages are cached, then Y's; X comes back and hits its pages, which are then the most recently "
@@ -121,4 +155,20 @@ SHAPES: dict[str, Shape] = {s.name: s for s in (
           "flight and leads its own; Q3 shares the document's two pages with both open flights. It waits via "
           "the flight whose leader came first, Q1's: an engine that breaks the tie another way (the latest "
           "flight, or no order at all) waits via Q2's.", _a_tie_waits_via_the_earliest_flight),
+    Shape("a-lost-leaders-waiters-are-handed-on",
+          "Q1 and Q2 (other questions over Q0's document) wait via Q0's flight; Q0 is cancelled before it "
+          "computes anything and has no follower to promote (leader loss promote). Its waiters are handed on: "
+          "Q1 (of the two sharing equally much with Q0, the one that came first) goes to admission and Q2 waits "
+          "via Q1's flight. An engine that frees both has both compute the document; one that breaks the tie "
+          "the other way sends Q2.", _a_lost_leaders_waiters_are_handed_on),
+    Shape("the-heir-shares-the-most-pages",
+          "Q1 shares two pages with Q0 and waits via its flight; Q2, later, shares three and waits via it too. "
+          "Q0 is cancelled with nobody to promote: the heir is Q2, which shares the most with Q0 (Q1 then waits "
+          "via Q2's flight for the document). An engine that picks the earliest waiter sends Q1.",
+          _the_heir_shares_the_most_pages),
+    Shape("an-heir-inherits-the-lost-leaders-wait",
+          "B waits via A's flight; E shares three pages with B and waits via B's. B is cancelled with nobody to "
+          "promote: E, its heir, takes over B's wait via A (the release frees nobody) and pins A's document "
+          "when A's flight is released. An engine that sends E to admission has it compute the document "
+          "beside A.", _an_heir_inherits_the_lost_leaders_wait),
 )}

@@ -24,7 +24,7 @@ from flightcheck.impl.pages import PAGE_SIZE
 from flightcheck.spec.model import Action, FlightSpec
 from flightcheck.spec.actions import FLIGHT_ACTIONS, NOTICES, SLOT_ACTIONS, SUBMISSIONS
 from flightcheck.spec.scenario import Policy, Request, Scenario
-from flightcheck.spec.state import State
+from flightcheck.spec.state import ABSENT, State
 
 
 class SpecTracker:
@@ -229,7 +229,9 @@ class SpecTracker:
 
 def lift_state(old_spec: FlightSpec | None, old_state: State | None, new_spec: FlightSpec) -> State:
     """``old_state`` of ``old_spec`` in the layout of the grown ``new_spec`` (each field's old slots are a
-    prefix of its new ones; the new slots are the initial state's)."""
+    prefix of its new ones; the new slots are the initial state's). A scenario grows one arrival at a
+    time, so its indices follow arrival: where the grown layout first keeps arrival ranks (``seq``, once
+    prefix coordination can meet a tie), request ``i`` that has arrived is the ``i + 1``-th."""
     new = list(new_spec.initial())
     if old_spec is None:
         return tuple(new)
@@ -237,4 +239,8 @@ def lift_state(old_spec: FlightSpec | None, old_state: State | None, new_spec: F
         noff = new_spec.layout.fields[name][0]
         for j in range(max(size, 1)):
             new[noff + j] = old_state[off + j]
+    if new_spec.layout.has_via_ties and not old_spec.layout.has_via_ties:
+        ph, seq = old_spec.layout.fields["ph"][0], new_spec.layout.fields["seq"][0]
+        for i in range(old_spec.num_requests):
+            new[seq + i] = i + 1 if old_state[ph + i] != ABSENT else 0
     return tuple(new)

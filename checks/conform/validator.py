@@ -280,7 +280,7 @@ class TraceValidator:
         want = self._followers(b, i)
         if sorted(_ids(event.get("followers"))) != sorted(want):
             r.append(f"released followers: engine {event.get('followers')}, spec {want}")
-        waiters = self._waiters(b, i)
+        waiters = self._waiters(b, i, a)
         if sorted(_ids(event.get("waiters") or [])) != sorted(waiters):
             r.append(f"released waiters (via this flight): engine {event.get('waiters') or []}, spec {waiters}")
         reason = {FINISHED: RELEASE_ON_COMPLETION, ABORTED: RELEASE_LEADER_ABORTED,
@@ -361,9 +361,11 @@ class TraceValidator:
         self._fail("termination", f"the engine accepted a termination notice for {who}", event, action, before,
                    [explain_notice(spec, before, i)], ["termination_validated"], [_NOTICE_NOTE])
 
-    def _waiters(self, s: Any, f: int) -> list[int]:
-        """Engine IDs of the requests blocked waiting via flight ``f`` (prefix coordination)."""
-        return self._blocked_on(s.via, s, f)
+    def _waiters(self, s: Any, f: int, after: Any) -> list[int]:
+        """Engine IDs of the requests blocked waiting via flight ``f`` (prefix coordination) that its release
+        sends to admission (state ``after``: a lost leader's waiters handed on stay blocked)."""
+        return [self.tracker.engine_of.get(j) for j in range(self.spec.num_requests)
+                if j != f and s.via[j] == f + 1 and s.ph[j] == BLOCKED and after.ph[j] != BLOCKED]
 
     def _followers(self, s: Any, f: int) -> list[int]:
         """Engine IDs of the blocked followers of flight ``f`` in spec state view ``s``."""

@@ -293,7 +293,7 @@ def all_sizes_chapter() -> Chapter:
     """The proofs for any number of requests: what one configuration proves, what it leans on, what is left
     bounded, and how a refactor that breaks induction is mended (``flightcheck prove --unbounded``)."""
     from flightcheck.checks.unbounded.config import Config, grid
-    from flightcheck.checks.unbounded.invariants import NOT_MODELLED, PARTLY_MODELLED
+    from flightcheck.checks.unbounded.invariants import NOT_MODELLED
     from flightcheck.checks.unbounded.run import prove_unbounded
 
     config = Config()
@@ -319,9 +319,7 @@ def all_sizes_chapter() -> Chapter:
                "`checks/unbounded/invariants.py`, checked by the drift test on every reachable state before it is "
                "trusted.",
                "Left bounded (per scenario, by `flightcheck prove` and the explorer), each with its reason on the "
-               "output: " + "; ".join([f"`{name}` where the run says so (under prefix coordination with `promote`, "
-                                       "see docs/proofs.md)" for name in PARTLY_MODELLED]
-                                      + [f"`{name}` ({why.split(';')[0].split(' (')[0]})" for name, why in NOT_MODELLED.items()])
+               "output: " + "; ".join(f"`{name}` ({why.split(';')[0].split(' (')[0]})" for name, why in NOT_MODELLED.items())
                + "."]
     return Chapter("Proofs for all sizes", text, table=table, closing=closing)
 

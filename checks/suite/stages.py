@@ -172,9 +172,8 @@ def variants_stage(ctx: Context) -> list[Row]:
 # --- prove -----------------------------------------------------------------------------------------------
 def _prove_items(quick: bool) -> list[Any]:
     """The bounded proofs' scenarios. ``quick`` keeps burst2 (beside its proof for all sizes) and the
-    smaller scenarios the relational model does not cover in full (the page pool; prefix coordination
-    under promote, where single_prefill is bounded only): on the others
-    the rows "for all sizes" say more than a proof per scenario. The pool's scenario, whose rows cost
+    smaller scenarios the relational model does not cover (the page pool): on the others the rows "for
+    all sizes" say more than a proof per scenario. The pool's scenario, whose rows cost
     about 18 s each, runs under its own policy only in ``quick`` (every policy in the full check)."""
     items = []
     for name, scn in SCENARIOS.items():
@@ -194,12 +193,11 @@ def _prove_items(quick: bool) -> list[Any]:
 
 
 def _proved_for_all_sizes(scn: Any) -> bool:
-    """Every safety property the relational model proves holds for all sizes under ``scn``'s own
-    configuration (what the bounded rows would add is only the properties it does not model)."""
-    from flightcheck.checks.unbounded.config import from_scenario, unmodelled
-    from flightcheck.checks.unbounded.invariants import bounded_here
+    """The relational model covers ``scn``'s configuration, where every safety property it models is
+    proved for all sizes (what the bounded rows would add is only the properties it does not model)."""
+    from flightcheck.checks.unbounded.config import unmodelled
 
-    return unmodelled(scn) is None and not bounded_here(from_scenario(scn))
+    return unmodelled(scn) is None
 
 
 def _prove_one(scn: Any) -> tuple[str, dict[str, Any], float, dict[str, Any]]:
@@ -342,7 +340,7 @@ def unbounded_rows(ctx: Context) -> list[Row]:
     the drift rows that tie the hand-written relational model to the spec (every reachable state of the
     default scenarios it models, every action: same guard, same successor, same property readings)."""
     from flightcheck.checks.unbounded.config import grid
-    from flightcheck.checks.unbounded.invariants import NOT_MODELLED, PARTLY_MODELLED, bounded_here
+    from flightcheck.checks.unbounded.invariants import NOT_MODELLED
 
     rows = []
     configs = {c.label(): c for c in grid()}
@@ -355,14 +353,12 @@ def unbounded_rows(ctx: Context) -> list[Row]:
             why = f"counterexample to induction under {cti['action']}" if cti else first["reason"] or "timeout"
             detail = f"not proved for all sizes: {', '.join(bad)} ({bad[0]}: {why})"
         else:
-            only = bounded_here(configs[label]) + list(NOT_MODELLED)
-            detail = f"{len(props)}/{len(props)} proved for all sizes; bounded only: {', '.join(only)}"
+            detail = f"{len(props)}/{len(props)} proved for all sizes; bounded only: {', '.join(NOT_MODELLED)}"
         changed = ctx.expect.compare("unbounded", label, verdicts)
         if changed:
             detail = _proofs_changed(ctx, "unbounded", label, verdicts, changed) + detail
         rows.append(Row("prove", f"for all sizes: {label}", not bad and not changed, detail, seconds,
-                        {**evidence, "verdicts": verdicts, "not_modelled": dict(NOT_MODELLED),
-                         "partly_modelled": dict(PARTLY_MODELLED)}))
+                        {**evidence, "verdicts": verdicts, "not_modelled": dict(NOT_MODELLED)}))
     for key, ok, detail, seconds, evidence in _parallel(_drift_one, _drift_items(ctx.quick), ctx):
         rows.append(Row("prove", f"relational model = spec: {key}", ok, detail, seconds, evidence))
     return rows

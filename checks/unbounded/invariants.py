@@ -66,12 +66,6 @@ def _prefix(c: Config) -> bool:
     return c.prefix_flights
 
 
-def _proved_single_prefill(c: Config) -> bool:
-    """Where single_prefill and its lemmas are candidates: single-flight, except prefix coordination under
-    the promote policy, where the design duplicates a shared page (:data:`PARTLY_MODELLED`)."""
-    return c.single_flight and not (c.prefix_flights and c.leader_loss == "promote")
-
-
 def _all(m: Any, sort: str, fn: Callable[..., Any], arity: int = 1) -> Any:
     """``forall`` over ``arity`` variables of one sort."""
     if arity == 1:
@@ -96,7 +90,7 @@ def follower_waits_for_release(m: Any, s: Any) -> Any:
 
 
 @_prop("With single-flight, no shareable page is prefilled while a copy is cached or held by another live request, "
-       "except by design (an expired wait, or a lost leader's followers all released).", _proved_single_prefill)
+       "except by design (an expired wait, or a lost leader's followers all released).", _sf)
 def single_prefill(m: Any, s: Any) -> Any:
     return Not(s.g_dup)
 
@@ -186,22 +180,6 @@ PROPERTIES: tuple[Invariant, ...] = (
     termination_validated, release_after_publication, release_on_completion, quiescent_clean,
     blocked_in_open_flight, waits_for_shared_pages, known_once, expired_never_blocked,
 )
-
-#: Properties proved for all sizes under some configurations only, and why not under the others.
-PARTLY_MODELLED: dict[str, str] = {
-    "single_prefill": "proved for all sizes under exact single-flight and under prefix coordination with "
-                      "release-all, on any prompt tree; under prefix coordination with promote it is false: the "
-                      "design duplicates a shared page when a lost leader's flight is released to waiters of two "
-                      "other prompts (three questions over one document, the document's leader aborted; "
-                      "docs/proofs.md); bounded there (`flightcheck prove`, the explorer)",
-}
-
-
-def bounded_here(config: Config) -> list[str]:
-    """The properties of :data:`PARTLY_MODELLED` that the spec checks under ``config`` but the relational
-    model does not prove there (``single_prefill`` under prefix coordination with promote)."""
-    return [] if _proved_single_prefill(config) or not config.single_flight else ["single_prefill"]
-
 
 NOT_MODELLED: dict[str, str] = {
     "refcounts_exact": "needs an exact cardinality (a page's count equals the number of its holders); the model "
@@ -336,6 +314,19 @@ def one_wait_per_request(m: Any, s: Any) -> Any:
     )
 
 
+@_lemma("New here (a ghost order of the proofs, see checks/unbounded/state.py): waits are acyclic: the ghost order "
+        "is strict, and the flight a request waits via comes before it. Needed once a lost leader's waiters are "
+        "handed on: the heir inherits the flight's own wait and the others wait via the heir.",
+        lambda c: c.prefix_flights)
+def waits_are_ordered(m: Any, s: Any) -> Any:
+    sig = m.sig
+    return And(
+        sig.forall("R", lambda x: Not(s.ord(x, x))),
+        _all(m, "R", lambda x, y, z: Implies(And(s.ord(x, y), s.ord(y, z)), s.ord(x, z)), 3),
+        _all(m, "R", lambda j, f: Implies(s.via(j, f), s.ord(f, j)), 2),
+    )
+
+
 @_lemma("Without prefix coordination nobody waits via another flight.", lambda c: not c.prefix_flights)
 def no_waits_via(m: Any, s: Any) -> Any:
     return _all(m, "R", lambda j, f: Not(s.via(j, f)), 2)
@@ -377,31 +368,38 @@ def one_busy_per_input(m: Any, s: Any) -> Any:
 def claims(m: Any, s: Any, j: Any, k: Any) -> Any:
     """``j`` will compute page ``k`` of its prompt, or holds it unpublished: waiting without holding it,
     prefilling short of it, holding a private copy, or blocked waiting via a flight whose prompt does not
-    have it (its release will not pin it)."""
+    have it (its release will not pin it). Where a lost leader's waiters are handed on, a lost leader whose
+    flight is pending keeps its claim on a page it does not hold and waits for from nobody: its release
+    passes it to the heir."""
     sig = m.sig
     via_misses = sig.exists("R", lambda f: And(s.via(j, f), Not(sig.onp(sig.cls(f), k))))
-    return And(m.on_path(j, k), Or(
+    ways = [
         And(s.ph(j) == WAITING, Not(s.hold(j, k))),
         And(s.ph(j) == PREFILL, Not(s.comp(j, k))),
         And(m.live(s, j), m.unpublished(s, j, k)),
         And(s.ph(j) == BLOCKED, via_misses),
-    ))
+    ]
+    if m.hands_on_waiters():
+        via_has = sig.exists("R", lambda f: And(s.via(j, f), sig.onp(sig.cls(f), k)))
+        ways.append(And(m.lost(s, j), s.fl(j), Not(s.hold(j, k)), Not(via_has)))
+    return And(m.on_path(j, k), Or(*ways))
 
 
 @_lemma("New here (prefix coordination's form of one_busy_per_input): in strict runs, of two coordinated requests "
         "(the same prompt, or prompts sharing under prefix coordination) at most one claims a page both have.",
-        lambda c: _prefix(c) and _proved_single_prefill(c))
+        _prefix)
 def one_claim_per_page(m: Any, s: Any) -> Any:
     sig = m.sig
     return Implies(_strict(m, s), sig.forall("P", lambda k: _all(m, "R", lambda a, b: Not(And(
         a != b, m.coordinated_class(sig.cls(a), sig.cls(b)), claims(m, s, a, k), claims(m, s, b, k))), 2)))
 
 
-@_lemma("New here: in strict runs under prefix coordination, a request that claims a page leads an open flight, so "
-        "a newcomer sharing that page waits via it (or via one sharing more).",
-        lambda c: _prefix(c) and _proved_single_prefill(c))
+@_lemma("New here: in strict runs under prefix coordination, a request that claims a page leads an open flight (or "
+        "is the lost leader of a pending one), so a newcomer sharing that page waits via it (or via one sharing more).",
+        _prefix)
 def claimants_lead(m: Any, s: Any) -> Any:
-    return Implies(_strict(m, s), _all_rp(m, lambda j, k: Implies(claims(m, s, j, k), And(s.mem(j, j), s.fl(j)))))
+    return Implies(_strict(m, s), _all_rp(m, lambda j, k: Implies(claims(m, s, j, k), And(
+        s.fl(j), Or(s.mem(j, j), m.lost(s, j))))))
 
 
 def exclusive(m: Any, i: Any, k: Any) -> Any:
@@ -413,14 +411,14 @@ def exclusive(m: Any, i: Any, k: Any) -> Any:
 
 @_lemma("Single-flight, strict runs: no page a prefilling request has yet to compute is cached, unless a prompt "
         "it is not coordinated with has that page too (spec/lemmas.py says the next one; on a prefix-closed cache "
-        "that is the same, and this form needs no alternation).", _proved_single_prefill)
+        "that is the same, and this form needs no alternation).", _sf)
 def next_page_uncached(m: Any, s: Any) -> Any:
     return Implies(_strict(m, s), _all_rp(m, lambda i, k: Implies(
         And(s.ph(i) == PREFILL, m.on_path(i, k), Not(s.comp(i, k)), exclusive(m, i, k)), s.pg(k) == NOT_CACHED)))
 
 
 @_lemma("Single-flight, strict runs: a released request holds every shareable page of its input, so it never "
-        "computes one.", _proved_single_prefill)
+        "computes one.", _sf)
 def released_hold_all(m: Any, s: Any) -> Any:
     return Implies(_strict(m, s), m.sig.forall("R", lambda j: Implies(
         And(s.rel(j), s.ph(j) >= WAITING, s.ph(j) <= DECODE), m.all_held(s, j))))
@@ -456,7 +454,8 @@ def nothing_expired(m: Any, s: Any) -> Any:
 LEMMAS: tuple[Invariant, ...] = (
     in_bounds, pages_are_prefixes, one_flight_per_member, absent_is_blank, terminated_is_forgotten,
     progress_matches_phase, cache_prefix_closed, nothing_cached_without_caching, held_is_cached, live_is_known,
-    members_of_open_flights, one_wait_per_request, no_waits_via, one_pending_flight, uncoordinated_has_no_flights, one_busy_per_input,
+    members_of_open_flights, one_wait_per_request, waits_are_ordered, no_waits_via, one_pending_flight,
+    uncoordinated_has_no_flights, one_busy_per_input,
     one_claim_per_page, claimants_lead, next_page_uncached, released_hold_all, waiting_leader_pins, pending_leader_holds_all,
     nothing_expired,
 )

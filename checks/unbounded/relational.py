@@ -253,7 +253,16 @@ class RelModel:
             fl=lambda g: If(g == i, If(follows, s.fl(g), True), s.fl(g)),
             idx=lambda d, g: If(d == c, If(follows, s.idx(d, g), g == i), s.idx(d, g)),
             via=lambda x, g: If(x == i, And(Not(follows), chosen(g)), s.via(x, g)),
+            ord=lambda x, y: If(x == i, False, If(y == i, True, s.ord(x, y))),  # the newcomer goes last
         )
+
+    def takes_place(self, s: RelState, new: Any, old: Any) -> Any:
+        """The proofs' ghost order after request ``new`` (a predicate naming it) takes the place of ``old``
+        (a predicate naming one request): ``new`` comes after and before what ``old`` did, and nowhere
+        else; the rest of the order is kept (a strict order stays one)."""
+        before = lambda y: self.sig.exists("R", lambda g: And(old(g), s.ord(g, y)))  # noqa: E731  old < y
+        after = lambda x: self.sig.exists("R", lambda g: And(old(g), s.ord(x, g)))  # noqa: E731  x < old
+        return lambda x, y: If(new(x), And(Not(new(y)), before(y)), If(new(y), after(x), s.ord(x, y)))
 
     def via_choice(self, s: RelState, i: Any, f: Any) -> Any:
         """Under prefix coordination, ``i`` (opening a flight of its own) waits via open flight ``f``: the one
@@ -384,9 +393,10 @@ class RelModel:
     def u_release(self, s: RelState, f: Any) -> RelState:
         cf = self.sig.cls(f)
         freed = lambda j: And(j != f, self.sig.cls(j) == cf, s.mem(j, f), s.ph(j) == BLOCKED)  # noqa: E731
-        # every request waiting via f goes to admission too
-        waiter = lambda j: And(self.can_wait_via(j, f), s.via(j, f), s.ph(j) == BLOCKED)  # noqa: E731
+        waiting = lambda j: And(self.can_wait_via(j, f), s.via(j, f), s.ph(j) == BLOCKED)  # noqa: E731
         lost = self.terminated(s, f)
+        stays, rewait = self.rewait_at_release(s, f, waiting, self.lost(s, f))
+        waiter = lambda j: And(waiting(j), Not(stays(j)))  # noqa: E731  freed: goes to admission
         pinned = lambda j, k: If(freed(j), self.pins(s, f, k), If(waiter(j), self.waiter_pins(s, f, j, k), s.hold(j, k)))  # noqa: E731
         return s.update(
             g_early=Or(s.g_early, Not(self.at_release_point(s, f))),
@@ -394,9 +404,38 @@ class RelModel:
             idx=lambda c, g: And(c != cf, s.idx(c, g)),
             ph=lambda j: If(Or(freed(j), waiter(j)), WAITING, s.ph(j)),
             hold=lambda j, k: If(j == f, And(Not(lost), s.hold(f, k)), pinned(j, k)),
-            via=lambda j, g: And(j != f, Not(waiter(j)), s.via(j, g)),
+            via=lambda j, g: And(j != f, Not(waiter(j)), If(stays(j), rewait(j, g), s.via(j, g))),
             **self.release_members(s, f),
+            **self.heir_order(s, f, waiting),
         )
+
+    def heir_order(self, s: RelState, f: Any, waiting: Any) -> dict[str, Any]:
+        """The heir of a lost leader's waiters takes the flight's place in the proofs' ghost order (it
+        inherits the flight's wait and the other waiters wait via it)."""
+        if not self.hands_on_waiters():
+            return {}
+        _some, heir = self._choice("heir", s, f, waiting, lambda h: self.heir_choice(s, f, waiting, h))
+        return dict(ord=self.takes_place(s, heir, lambda g: g == f))
+
+    def heir_choice(self, s: RelState, f: Any, waiting: Any, h: Any) -> Any:
+        """``h`` is the waiter of ``f`` that ``f`` prefers (as a request prefers the flight it waits via)."""
+        return And(waiting(h), self.sig.forall("R", lambda w: Implies(And(waiting(w), w != h), self.sig.prefer(f, h, w))))
+
+    def hands_on_waiters(self) -> bool:
+        """The spec's: prefix coordination under ``promote`` hands a lost leader's waiters on."""
+        return self.config.prefix_flights and self.config.leader_loss == "promote"
+
+    def rewait_at_release(self, s: RelState, f: Any, waiting: Any, lost: Any) -> tuple[Any, Any]:
+        """Which waiters of flight ``f`` keep waiting at its release, and via what (``rewait(j, g)``): the
+        heir (the waiter ``f`` prefers, as a request prefers the flight it waits via: most shared pages,
+        earliest arrived) inherits ``f``'s own wait, if any; the other waiters wait via the heir."""
+        if not self.hands_on_waiters():
+            return (lambda j: False), (lambda j, g: False)
+        _some, heir = self._choice("heir", s, f, waiting, lambda h: self.heir_choice(s, f, waiting, h))
+        inherited = self.sig.exists("R", lambda g: s.via(f, g))
+        stays = lambda j: And(waiting(j), lost, Or(Not(heir(j)), inherited))  # noqa: E731
+        rewait = lambda j, g: If(heir(j), s.via(f, g), heir(g))  # noqa: E731
+        return stays, rewait
 
     def release_members(self, s: RelState, f: Any) -> dict[str, Any]:
         """What the coordinator keeps of a released member: its ID, in the released set."""
@@ -432,6 +471,7 @@ class RelModel:
         return dict(
             ph=lambda x: If(x == j, If(self.sig.exists("R", inherited), BLOCKED, WAITING), s.ph(x)),
             via=lambda m, g: If(m == j, inherited(g), If(old(m), False, If(redirected(m), g == j, s.via(m, g)))),
+            ord=self.takes_place(s, lambda x: x == j, old),
         )
 
     def promoted_members(self, s: RelState, j: Any) -> Any:

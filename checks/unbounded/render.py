@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from flightcheck.checks.unbounded.invariants import bounded_here
 from flightcheck.checks.unbounded.result import Cti, UnboundedReport
 from flightcheck.spec.state import PAGE_NAMES, PHASE_NAMES
 
@@ -162,9 +161,6 @@ def format_report(report: UnboundedReport) -> str:
         lines.append(f"  {c.config.label()}; environment: {c.config.environment()}")
     lines.append("")
     lines += [property_line(report, n) for n in report.property_names()]
-    for name, why in report.partly_modelled.items():
-        if any(name in bounded_here(c.config) for c in report.configs):
-            lines.append(f"{name}: partly: {why}")
     for name, why in report.not_modelled.items():
         lines.append(f"{name}: not modelled: {why}")
     failing_lemmas = sorted({v.name for c in report.configs for v in c.lemmas if v.status != "proved"})
@@ -185,7 +181,7 @@ def report_json(report: UnboundedReport) -> dict[str, Any]:
         "variant": report.variant, "ok": report.ok, "seconds": round(report.seconds, 3),
         "cpu_seconds": round(report.cpu_seconds, 3),
         "properties": {n: report.status(n) for n in report.property_names()},
-        "not_modelled": report.not_modelled, "partly_modelled": report.partly_modelled,
+        "not_modelled": report.not_modelled,
         "configs": [{
             "config": c.config.label(), "environment": c.config.environment(), "seconds": round(c.seconds, 3),
             "queries": c.queries, "rounds": c.rounds,

@@ -89,15 +89,13 @@ class ConfigReport:
 
 @dataclass
 class UnboundedReport:
-    """A whole ``prove --unbounded`` run: one report per configuration, what is not modelled, and what is
-    proved under some configurations only (with why not under the others)."""
+    """A whole ``prove --unbounded`` run: one report per configuration, and what is not modelled."""
 
     variant: str
     configs: list[ConfigReport]
     not_modelled: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     cpu_seconds: float = 0.0
-    partly_modelled: dict[str, str] = field(default_factory=dict)
 
     def property_names(self) -> list[str]:
         """Every property some configuration checked, in order."""

@@ -21,7 +21,7 @@ from typing import Sequence
 
 from flightcheck.checks.unbounded.checker import TIMEOUT_MS, prove_config
 from flightcheck.checks.unbounded.config import Config, from_scenario, grid
-from flightcheck.checks.unbounded.invariants import NOT_MODELLED, PARTLY_MODELLED
+from flightcheck.checks.unbounded.invariants import NOT_MODELLED
 from flightcheck.checks.unbounded.result import UnboundedReport
 from flightcheck.checks.unbounded.variants import build_model, spec_variant
 
@@ -40,8 +40,7 @@ def prove_unbounded(variant: str = "correct", configs: Sequence[Config] | None =
         configs = grid() if variant == "correct" else [variant_config(variant)]
     wall, cpu = time.perf_counter(), time.process_time()
     reports = [prove_config(c, variant, timeout_ms=timeout_ms) for c in configs]
-    return UnboundedReport(variant, reports, dict(NOT_MODELLED), time.perf_counter() - wall, time.process_time() - cpu,
-                           dict(PARTLY_MODELLED))
+    return UnboundedReport(variant, reports, dict(NOT_MODELLED), time.perf_counter() - wall, time.process_time() - cpu)
 
 
 def explorer_confirms(variant: str) -> tuple[str, int | None]:

@@ -17,6 +17,13 @@ named by its leader request, as in the finite spec, so per-flight slots are inde
 | ``comp`` | R, P | bool | page ``k`` is at a position below ``done[i]``: ``i`` computed or recovered it |
 | ``running`` | - | int | how many requests are in prefill or decode (a counter, see below) |
 | ``g_term``, ``g_early``, ``g_dup`` | - | int, bool, bool | the ghosts the properties read |
+| ``ord`` | R, R | bool | none: a ghost of the proofs (:data:`PROOF_GHOSTS`), an order in which every wait points back |
+
+``ord`` is what makes waits acyclic provable: a strict order in which the flight a request waits via
+comes before it. A newcomer goes after everyone, and a request that takes over a flight's place (a
+promoted follower, the heir of a lost leader's waiters) takes that flight's place in the order. The
+spec has no such slot (the drift check reads it as the depth of each request's chain of waits and
+leaves it out of the successors it compares).
 
 Not kept: ``hit`` and ``dec`` (no guard or property of the modelled design reads them but ``decode``'s,
 and a decode step changes nothing else: it is a stutter step here), and ``ref``: a page's reference count is read through the relation it counts, so the
@@ -49,8 +56,10 @@ SCHEMA: dict[str, tuple[tuple[str, ...], type]] = {
     "ph": (("R",), int), "mem": (("R", "R"), bool), "rel": (("R",), bool), "fl": (("R",), bool),
     "exp": (("R",), bool), "via": (("R", "R"), bool), "idx": (("C", "R"), bool), "pg": (("P",), int), "hold": (("R", "P"), bool),
     "comp": (("R", "P"), bool), "running": ((), int), "g_term": ((), int), "g_early": ((), bool),
-    "g_dup": ((), bool),
+    "g_dup": ((), bool), "ord": (("R", "R"), bool),
 }
+#: Components of the proofs alone, with no slot in the spec (see the module's docstring).
+PROOF_GHOSTS = ("ord",)
 FUNCTIONS = tuple(n for n, (args, _t) in SCHEMA.items() if args)
 SCALARS = tuple(n for n, (args, _t) in SCHEMA.items() if not args)
 
@@ -119,11 +128,14 @@ def table_state(tables: dict[str, Any]) -> RelState:
 
 
 def tabulate(sig: Any, s: RelState) -> dict[str, Any]:
-    """Every component of a finite state evaluated over the domains (the form states are compared in)."""
+    """Every component of a finite state but the proofs' ghosts, evaluated over the domains (the form the
+    drift check compares states in)."""
     import itertools
 
     out: dict[str, Any] = {}
     for name, (args, typ) in SCHEMA.items():
+        if name in PROOF_GHOSTS:
+            continue
         comp = getattr(s, name)
         if not args:
             out[name] = typ(comp)

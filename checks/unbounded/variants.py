@@ -150,9 +150,18 @@ class WaiterPinsUnpublished(RelModel):
         return And(self.on_path(j, k), self.sig.onp(self.sig.cls(f), k))
 
 
+class WaitersAllFreed(RelModel):
+    """A lost leader's flight released with nobody to promote frees every request waiting via it."""
+
+    variant_name = "waiters-all-freed"
+
+    def hands_on_waiters(self) -> bool:
+        return False
+
+
 MODELLED: dict[str, type] = {cls.variant_name: cls for cls in (
     RelModel, ForgetAtRelease, NoUnknownCheck, InsertOnMiss, EarlyRelease, UnpinnedRelease, PromoteReleased,
-    PromoteLosesFollowers, ExpireForgets, EvictReferenced, ViaUnshared, WaiterPinsUnpublished,
+    PromoteLosesFollowers, ExpireForgets, EvictReferenced, ViaUnshared, WaiterPinsUnpublished, WaitersAllFreed,
 )}
 
 NOT_MODELLED: dict[str, str] = {

@@ -37,7 +37,7 @@ def test_a_stage_that_breaks_is_an_error_row_and_the_job_is_no_verdict(monkeypat
     broken = [r for r in out["rows"] if r["stage"] == "broken"]
     assert len(broken) == 1 and not broken[0]["ok"] and broken[0]["error"] and "no_such_stage" in broken[0]["detail"]
     assert not any(r["stage"] == "smollm2" for r in out["rows"])  # --quick skips the real model
-    assert sum(r["ok"] for r in out["rows"]) == 16  # every variant
+    assert sum(r["ok"] for r in out["rows"]) == 17  # every variant
 
 
 def test_every_figure_check_pins_is_recorded():

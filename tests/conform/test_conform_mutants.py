@@ -47,7 +47,10 @@ def _programs(name: str, fixed: dict):
 # What each written-out program must make the correct engine do (else it pins nothing).
 SHAPE_DOES = {"a-hit-refreshes-recency": "evict(", "eviction-skips-a-referenced-page": "evict(",
               "a-tie-waits-via-the-earliest-flight": "arrive(2)", "a-hit-does-not-make-room": "finish(1), admit(2)",
-              "recency-follows-allocation-not-publication": "evict(", "eos-at-a-later-output": "finish(0)"}
+              "recency-follows-allocation-not-publication": "evict(", "eos-at-a-later-output": "finish(0)",
+              "a-lost-leaders-waiters-are-handed-on": "abort(0), release(0), admit(1)",
+              "the-heir-shares-the-most-pages": "abort(0), release(0), admit(2)",
+              "an-heir-inherits-the-lost-leaders-wait": "abort(1), release(1), admit(0)"}
 
 
 def test_the_eos_shape_ends_at_its_fourth_output_and_an_eos_test_of_the_first_output_is_caught(monkeypatch):
@@ -194,3 +197,45 @@ def test_cli_conform_exit_codes(tmp_path):
     assert runner.invoke(app, ["conform", "--model", "huge"]).exit_code == 2
     assert runner.invoke(app, ["conform", "--mutant", "nope"]).exit_code == 2
     assert runner.invoke(app, ["conform", "--release", "later"]).exit_code == 2
+
+
+def _frees_every_waiter(monkeypatch):
+    from flightcheck.impl.flights import FlightLifecycle
+    monkeypatch.setattr(FlightLifecycle, "hands_on_waiters", lambda self, flight: False)
+
+
+def _heir_by_arrival_only(monkeypatch):
+    import flightcheck.impl.coordinator as coordinator
+    real, shared = coordinator.Coordinator.hand_on_waiters, coordinator.num_shared
+
+    def hand_on(self, flight_id):  # the mistake: the earliest waiter, however much it shares
+        coordinator.num_shared = lambda a, b: 0
+        try:
+            return real(self, flight_id)
+        finally:
+            coordinator.num_shared = shared
+    monkeypatch.setattr(coordinator.Coordinator, "hand_on_waiters", hand_on)
+
+
+def _heir_drops_the_inherited_wait(monkeypatch):
+    from flightcheck.impl.coordinator import Coordinator
+    real = Coordinator.hand_on_waiters
+
+    def hand_on(self, flight_id):  # the mistake: the heir goes to admission even when the lost leader waited
+        heir, inherited = real(self, flight_id)
+        if inherited is not None:
+            self.flights[inherited].via_request_ids.remove(heir)
+            self.flights[self.flight_led_by(heir)].via_flight_id = None
+        return heir, None
+    monkeypatch.setattr(Coordinator, "hand_on_waiters", hand_on)
+
+
+@pytest.mark.parametrize("shape, mistake, summary", [
+    ("a-lost-leaders-waiters-are-handed-on", _frees_every_waiter, "release(0): the event's details differ"),
+    ("the-heir-shares-the-most-pages", _heir_by_arrival_only, "release(0): the event's details differ"),
+    ("an-heir-inherits-the-lost-leaders-wait", _heir_drops_the_inherited_wait, "release(1): the event's details differ"),
+])
+def test_each_hand_on_shape_catches_its_mistake(monkeypatch, shape, mistake, summary):
+    mistake(monkeypatch)
+    out = run_program(SHAPES[shape].program())
+    assert not out.ok and out.diagnosis.summary.startswith(summary), out.diagnosis.format()

@@ -88,7 +88,7 @@ def test_real_model_conforms_under_prefix_coordination():
         assert out.ok, out.diagnosis.format()
 
 
-@pytest.mark.parametrize("name", ["doc2", "doc3", "doc3-abort", "doc3-evict", "doc3-pool", "doc3-expire", "chat2"])
+@pytest.mark.parametrize("name", ["doc2", "doc3", "doc3-abort", "doc3-evict", "doc3-pool", "doc3-expire", "chat2", "tri-abort"])
 def test_programs_bound_to_a_tree_scenario_conform_under_every_coordination(name):
     # Bound to the scenario, states land on its explored graph; the second question arriving first names
     # the shared page after a class none of whose requests has arrived (the abstraction once missed it).
@@ -132,3 +132,23 @@ def test_a_wait_via_a_flight_handed_on_or_given_up_must_name_its_shared_pages(mo
     assert out.diagnosis.kind == "payload"
     assert out.diagnosis.reasons[0].startswith("shared_pages of the ") and out.diagnosis.reasons[0].endswith(
         "engine None, spec 2")
+
+
+@pytest.mark.parametrize("leader_loss, freed", [("promote", 1), ("release-all", 2)])
+def test_a_lost_leaders_waiters_handed_on_conform_in_lockstep(leader_loss, freed):
+    # Three questions over one document, the document's leader cancelled before it computes anything and
+    # with no follower: under promote its flight hands the two waiters on (one goes, the other waits via
+    # it), under release-all both go. The lockstep run holds the engine's state equal to the spec's.
+    doc = class_tokens(0, 32, 256)
+    templates = tuple(Template(tuple(doc + class_tokens(q + 1, 5 + 16 * q, 256)), 2, f"Q{q}") for q in range(3))
+    config = {"coordination": "prefix", "release": "after-prefill", "publication": "incremental",
+              "leader_loss": leader_loss, "max_running": 2, "prefill_chunk_pages": 1, "num_pages": 24}
+    ops = (("arrive", 0, 0.0, 0), ("arrive", 1, 0.0, 0), ("arrive", 2, 0.0, 0), ("abort", "leader", 0), ("step", 12))
+    program = Program(Setup(config, templates), ops)
+    out = run_program(program)
+    assert out.ok, out.diagnosis.format()
+    run = ProgramRun(program.setup)
+    for op in program.ops:
+        run.execute(op)
+    release = next(e for e in run.engine.events.events if e["action"] == "release")
+    assert (release["flight"], len(release["waiters"])) == (0, freed)

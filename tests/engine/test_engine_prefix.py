@@ -321,6 +321,63 @@ def test_a_lost_leader_with_via_waiters(model, leader_loss):
     assert_nothing_leaked(engine)
 
 
+def test_a_lost_leader_with_nobody_to_promote_hands_its_waiters_on(model):
+    # Three questions over one document: B and C wait via A's flight (C's tie between A and B goes to A,
+    # which arrived first). A is cancelled before computing anything and has no follower to promote: B
+    # (the earliest of the two sharing the most with A) is the heir and goes to admission, C waits via B
+    # and computes only its tail. Freeing both (the spec's variant waiters-all-freed) would have both
+    # compute the document.
+    engine = engine_for(model, leader_loss="promote")
+    a, b, c = add(engine, A), add(engine, B), add(engine, C)
+    coordinator = engine.scheduler.coordinator
+    assert coordinator.flights[a].via_request_ids == [b, c]
+    engine.abort(a)
+    engine.check_invariants()
+    release = engine.events.events[-1]
+    assert (release["action"], release["flight"], release["followers"], release["waiters"]) == ("release", a, [], [b])
+    assert engine.phase(b) == "waiting" and engine.phase(c) == "blocked"
+    assert coordinator.flights[b].via_request_ids == [c] and coordinator.flights[c].via_flight_id == b
+    assert coordinator.flights[b].via_flight_id is None and a not in coordinator.flights
+    run_checked(engine)
+    assert computed(engine, b) == len(B) and computed(engine, c) == len(C) - 32
+    assert engine.counters["num_waiters_released"] == 2
+    assert [engine.result(i).output_token_ids for i in (b, c)] == uncached_outputs(model, [B, C])
+    assert_nothing_leaked(engine)
+
+
+def test_under_release_all_a_lost_leaders_waiters_all_go_and_each_computes_the_document(model):
+    engine = engine_for(model, leader_loss="release-all")
+    a, b, c = add(engine, A), add(engine, B), add(engine, C)
+    engine.abort(a)
+    assert engine.events.events[-1]["waiters"] == [b, c]
+    run_checked(engine)
+    assert computed(engine, b) == len(B) and computed(engine, c) == len(C)  # the duplicate release-all excuses
+    assert_nothing_leaked(engine)
+
+
+def test_the_heir_of_a_lost_waiting_leader_inherits_its_wait(model):
+    # B waits via A; E shares three pages with B and two with A, so it waits via B. B is cancelled with no
+    # follower: E, its only waiter, inherits B's wait via A (the release frees nobody), and when A's flight
+    # is released E pins the document and computes the rest.
+    E = B[:48] + tokens(5, 10)
+    engine = engine_for(model, leader_loss="promote")
+    a, b, e = add(engine, A), add(engine, B), add(engine, E)
+    coordinator = engine.scheduler.coordinator
+    assert coordinator.flights[b].via_request_ids == [e] and coordinator.flights[a].via_request_ids == [b]
+    engine.abort(b)
+    engine.check_invariants()
+    release = engine.events.events[-1]
+    assert (release["action"], release["flight"], release["waiters"]) == ("release", b, [])
+    assert engine.phase(e) == "blocked" and coordinator.flights[e].via_flight_id == a
+    assert coordinator.flights[a].via_request_ids == [e] and b not in coordinator.flights
+    run_checked(engine, lambda: released(engine, a))
+    assert engine.events.of("release")[-1]["waiters"] == [e]
+    run_checked(engine)
+    assert computed(engine, e) == len(E) - 32
+    assert [engine.result(i).output_token_ids for i in (a, e)] == uncached_outputs(model, [A, E])
+    assert_nothing_leaked(engine)
+
+
 # --- bad input ---------------------------------------------------------------------------------
 def test_unknown_and_repeated_terminations_are_rejected_with_nothing_changed(model):
     engine = engine_for(model, leader_loss="promote")

@@ -70,7 +70,7 @@ def test_variants_json_lists_every_variant_with_expected_violation_and_story():
     by = {r["name"]: r for r in rows}
     assert by["correct"]["expected_violation"] is None and by["draining"]["expected_violation"] is None
     assert by["stranded-followers"]["expected_violation"] == "no_deadlock"
-    assert all(r["story"] for r in rows) and len(rows) == 16
+    assert all(r["story"] for r in rows) and len(rows) == 17
 
 
 def test_the_console_script_runs():

@@ -56,10 +56,10 @@ def test_a_python_if_on_a_state_value_is_an_error_not_a_silent_branch():
     assert str(If(x == 1, 2, 3)) == "((ph_0 == 1) -> 2 : 3)"
 
 
-# burst2-abort, and a prompt tree under prefix coordination (the exported model carries the via slot
-# and the tree's shared page slots like any other).
+# burst2-abort, a prompt tree under prefix coordination (the exported model carries the via slot and
+# the tree's shared page slots like any other), and one where a tie needs the arrival ranks (seq).
 @needs_spin
-@pytest.mark.parametrize("name, states", [("burst2-abort", 222), ("doc2", 109)])
+@pytest.mark.parametrize("name, states", [("burst2-abort", 222), ("doc2", 109), ("tri-abort", 6638)])
 def test_spin_counts_the_explorers_states_plus_its_start_and_agrees_on_the_correct_design(name, states):
     spec = FlightSpec(SCENARIOS[name])
     r = explore_batched(spec, symmetry=False)
@@ -77,7 +77,8 @@ def test_spin_under_weak_fairness_agrees_that_the_correct_design_terminates():
 
 @needs_spin
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", ["forget-at-release", "via-unshared"] + (["early-release"] if SLOW else []))
+@pytest.mark.parametrize("variant", ["forget-at-release", "via-unshared", "waiters-all-freed"]
+                         + (["early-release"] if SLOW else []))
 def test_spin_finds_the_same_safety_violations_as_the_explorer(variant):
     spec = VARIANTS[variant].demo_spec()
     r = explore_batched(spec, symmetry=False)

@@ -197,3 +197,15 @@ def test_short_prompts_and_no_caching_share_nothing():
     nocache = FlightSpec(SCENARIOS["nocache"])
     state = run(nocache, "arrive(0)", "admit(0)", "prefill(0)", "prefill(0)", "prefill(0)")
     assert not nocache.guard(state, Action("publish", 0))
+
+
+def test_describe_names_an_out_of_range_slot_value_instead_of_failing():
+    # A counterexample to induction starts from an arbitrary state: one whose lemma in_bounds is not yet
+    # proved may hold a phase or page state no run reaches, and it must still be readable.
+    from flightcheck.spec.describe import describe
+    spec = FlightSpec(SCENARIOS["burst2"])
+    s = list(spec.initial())
+    s[spec.layout.fields["ph"][0]] = 9
+    s[spec.layout.fields["pg"][0]] = 5
+    d = describe(spec, tuple(s))
+    assert d["requests"]["r0"]["phase"] == "?9" and d["pages"]["A0"]["state"] == "?5"

@@ -9,9 +9,7 @@ from flightcheck.checks.cli.app import app
 from flightcheck.checks.unbounded.checker import prove_config
 from flightcheck.checks.unbounded.config import Config, from_scenario, unmodelled
 from flightcheck.checks.unbounded.drift import check_drift
-from flightcheck.checks.unbounded.invariants import (
-    NOT_MODELLED, PARTLY_MODELLED, bounded_here, lemmas_for, properties_for,
-)
+from flightcheck.checks.unbounded.invariants import NOT_MODELLED, lemmas_for, properties_for
 from flightcheck.checks.unbounded.render import format_cti
 from flightcheck.checks.unbounded.run import variant_config
 from flightcheck.checks.unbounded.variants import MODELLED
@@ -48,15 +46,12 @@ def test_correct_design_proves_every_modelled_property_for_all_sizes(config):
     assert r.vacuous == []  # every action is enabled in some state of the invariant
     names = {v.name for v in r.properties}
     assert names == {p.name for p in properties_for(config)} and names <= PROVED
-    if config.prefix_flights and config.leader_loss == "promote":
-        # the design duplicates a shared page here (see the next test): single_prefill is listed, not proved
-        assert "waits_for_shared_pages" in names and "single_prefill" not in names
-        assert "single_prefill" in PARTLY_MODELLED and bounded_here(config) == ["single_prefill"]
-    elif config.prefix_flights:
-        # under prefix coordination single_prefill leans on the per-page claims, not one_busy_per_input
+    if config.prefix_flights:
+        # under prefix coordination single_prefill leans on the per-page claims, not one_busy_per_input, and
+        # (promote: a lost leader's waiters handed on) on waits being acyclic, read through the ghost order
         assert {"waits_for_shared_pages", "single_prefill"} <= names
         assert "one_claim_per_page" in r.verdict("single_prefill").support
-        assert {"one_wait_per_request", "members_of_open_flights"} <= {v.name for v in r.lemmas}
+        assert {"one_wait_per_request", "members_of_open_flights", "waits_are_ordered"} <= {v.name for v in r.lemmas}
     elif config.single_flight:
         assert set(LEMMAS) <= {v.name for v in r.lemmas} == {x.name for x in lemmas_for(config)}
         # single_prefill is not inductive alone: its proof leans on lemmas (which ones, z3's cores pick)
@@ -108,6 +103,8 @@ DRIFT = [
     ("doc3-abort", {"leader_loss": "promote"}), ("doc3-abort", {"coordination": "single-flight"}),
     ("doc3-evict", {"publication": "on-completion"}),
     ("doc3-expire", {"release": "on-completion", "publication": "on-completion"}), ("chat2", {}),
+    # three prompts over one document: ties broken by arrival, a lost leader's waiters handed on
+    ("tri-abort", {"release": "on-completion", "publication": "on-completion"}),
 ]
 
 
@@ -150,21 +147,24 @@ def test_unmodelled_scenarios_say_why():
         from_scenario(SCENARIOS["doc3-pool"])
 
 
-def test_prefix_promote_duplicate_under_three_prompts_is_reachable():
-    # Why single_prefill is not proved for all sizes under prefix coordination with promote (PARTLY_MODELLED):
-    # three questions over one document, each waiting via the document's flight; its leader is aborted
-    # before computing the page, nobody can be promoted, and both waiters compute the shared page. The
-    # promote policy excuses no lost leader, so this is a duplicate of the design's (release-all excuses it).
+def test_waiters_all_freed_duplicates_under_three_prompts_and_the_hand_on_does_not():
+    # The design before the hand-on of waiters (variant waiters-all-freed): three questions over one
+    # document, each waiting via the document's flight; its leader is aborted before computing the page,
+    # nobody can be promoted, and both waiters compute the shared page. The promote policy excuses no lost
+    # leader, so that was a duplicate of the design's; release-all excuses it. The correct design hands the
+    # waiters on: the heir computes the page, the other waits via the heir.
     from flightcheck.checks.explore.explorer import explore
     from flightcheck.spec.model import FlightSpec
-    from flightcheck.spec.scenario import Policy, tree
 
-    scn = tree("tri-abort", (0, 1, 2), aborts=True, policy=Policy(coordination="prefix", leader_loss="promote"))
-    cx = explore(FlightSpec(scn)).result("single_prefill").counterexample
+    spec = VARIANTS["waiters-all-freed"].demo_spec()
+    assert spec.scenario.name == "tri-abort" and spec.policy.leader_loss == "promote"
+    cx = explore(spec).result("single_prefill").counterexample
     assert [str(a) for a in cx.actions] == ["arrive(0)", "arrive(1)", "arrive(2)", "abort(0)", "release(0)",
                                             "admit(1)", "admit(2)", "prefill(1)", "prefill(2)"]
-    excused = explore(FlightSpec(scn.with_policy(leader_loss="release-all"))).result("single_prefill")
-    assert excused.holds
+    scn = SCENARIOS["tri-abort"]
+    assert explore(FlightSpec(scn)).result("single_prefill").holds
+    excused = explore(VARIANTS["waiters-all-freed"].build(scn.with_policy(leader_loss="release-all")))
+    assert excused.result("single_prefill").holds
 
 
 def test_cli_exit_status_and_json():
