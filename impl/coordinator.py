@@ -186,11 +186,13 @@ class Coordinator:
             if w != heir:
                 self.flights[self.flight_led_by(w)].via_flight_id = heir_flight_id
                 heir_flight.via_request_ids.append(w)
+        heir_flight.via_request_ids.sort()  # Why: the lists keep arrival order (request IDs grow with it)
         inherited = flight.via_flight_id
         heir_flight.via_flight_id = inherited
         if inherited is not None:  # the heir takes the lost leader's place in that flight's list
             others = self.flights[inherited].via_request_ids
             others[others.index(flight.leader_request_id)] = heir
+            others.sort()
             flight.via_flight_id = None
         flight.via_request_ids = []
         return heir, inherited
