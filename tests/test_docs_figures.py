@@ -60,6 +60,8 @@ def test_single_counterexample_lengths_quoted_in_prose():
         == EXPECT["variants"]["forget-at-release"][1]
     assert int(re.search(r"unpinned-release` prints the (\d+)-step counterexample", doc("docs/spec.md")).group(1)) \
         == EXPECT["variants"]["unpinned-release"][1]
+    assert int(re.search(r"--variant stranded-followers` prints the reason and the (\d+)-step path",
+                         doc("docs/proofs.md")).group(1)) == EXPECT["variants"]["stranded-followers"][1]
 
 
 def test_each_mutants_shortest_distinguishing_sequence():

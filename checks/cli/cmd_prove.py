@@ -19,8 +19,9 @@ For example::
 ``prove --unbounded`` runs the relational model's proofs (:mod:`flightcheck.checks.unbounded`): one line
 per property, "proved for all sizes" (with the lemmas used and the solver time), "not inductive" with
 the counterexample to induction (the correct design) or "fails (CTI)" (a variant, beside the explorer's
-shortest path on its demo scenario), "unknown (timeout)", or "not modelled: reason". Exit 0 when every
-modelled property is proved, 1 otherwise, 2 for bad arguments.
+shortest path on its demo scenario), "unknown (timeout)", or "not modelled: reason". A variant the model
+does not carry prints why, and the explorer's counterexample in place of a CTI. Exit 0 when every
+modelled property is proved (or the variant is a correct one), 1 otherwise, 2 for bad arguments.
 """
 
 from __future__ import annotations

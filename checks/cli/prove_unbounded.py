@@ -21,13 +21,13 @@ def prove_unbounded_command(variant: str, release: Optional[str], publication: O
     from flightcheck.checks.unbounded.run import explorer_confirms, prove_unbounded, variant_config
     from flightcheck.checks.unbounded.variants import NOT_MODELLED as UNMODELLED_VARIANTS
 
-    if variant in UNMODELLED_VARIANTS:
-        raise usage_error(f"--unbounded: variant {variant!r} is not modelled: {UNMODELLED_VARIANTS[variant]}")
     for opt, value, allowed in (("release", release, RELEASES), ("publication", publication, PUBLICATIONS)):
         if value is not None and value not in allowed:
             raise usage_error(f"--{opt} must be one of {', '.join(allowed)}; got {value!r}")
     if not 0 < timeout <= 600:
         raise usage_error(f"--timeout must be 0 < seconds <= 600; got {timeout}")
+    if variant in UNMODELLED_VARIANTS:
+        _not_modelled(variant, UNMODELLED_VARIANTS[variant], as_json)
     configs = grid() if variant == "correct" else [variant_config(variant)]
     configs = [c for c in configs if (release is None or c.release == release)
                and (publication is None or c.publication == publication)]
@@ -49,3 +49,26 @@ def prove_unbounded_command(variant: str, release: Optional[str], publication: O
             print(f"\nexplorer on {confirm[0]}: {must} {found} (`flightcheck explore --variant {variant}`): "
                   "the violation is reachable at that size; the CTI above is the unbounded proof's evidence")
     raise typer.Exit(0 if report.ok else 1)
+
+
+def _not_modelled(variant: str, why: str, as_json: bool) -> None:
+    """A variant the relational model does not carry: why, and the explorer's bounded counterexample in
+    place of a CTI (exit 1 when it violates its property, 0 for a correct variant)."""
+    from flightcheck.checks.unbounded.run import bounded_counterexample
+
+    must = VARIANTS[variant].expected_violation
+    scenario, actions = bounded_counterexample(variant)
+    if as_json:
+        print(json.dumps({"variant": variant, "modelled": False, "why": why, "explorer": {
+            "scenario": scenario, "property": must, "counterexample": actions,
+            "shortest_path": len(actions) if actions is not None else None}}, indent=2))
+    else:
+        print(f"variant {variant} is not modelled for all sizes: {why}")
+        if must is None:
+            print("it violates no property (a correct design)")
+        elif actions is None:
+            print(f"explorer on {scenario}: {must} not violated")
+        else:
+            print(f"its bounded counterexample instead: explorer on {scenario}, {must} violated in {len(actions)} "
+                  f"steps (`flightcheck explore --variant {variant}`):\n  " + " ".join(actions))
+    raise typer.Exit(1 if must is not None and actions is not None else 0)

@@ -175,6 +175,18 @@ def test_cli_exit_status_and_json():
     r = runner.invoke(app, ["prove", "--unbounded", "--release", "on-completion", "--publication", "on-completion"])
     assert r.exit_code == 0, r.output
     assert "single_prefill: proved for all sizes" in r.output and "refcounts_exact: not modelled" in r.output
-    for bad in (["--variant", "draining"], ["--scenario", "burst2"], ["--release", "later"], ["--timeout", "0"]):
+    for bad in (["--scenario", "burst2"], ["--release", "later"], ["--timeout", "0"]):
         r = runner.invoke(app, ["prove", "--unbounded", *bad])
         assert r.exit_code == 2, (bad, r.output)
+
+
+def test_a_variant_the_model_does_not_carry_shows_its_bounded_counterexample_instead():
+    # The fallback for a variant without a CTI: the reason, and the explorer's counterexample beside it.
+    r = runner.invoke(app, ["prove", "--unbounded", "--variant", "stranded-followers", "--json"])
+    assert r.exit_code == 1, r.output
+    out = json.loads(r.output)
+    assert out["modelled"] is False and "no_deadlock" in out["why"]
+    assert out["explorer"] == {"scenario": "burst2-abort", "property": "no_deadlock",
+                               "counterexample": ["arrive(0)", "arrive(1)", "abort(0)"], "shortest_path": 3}
+    r = runner.invoke(app, ["prove", "--unbounded", "--variant", "draining"])
+    assert r.exit_code == 0 and "not modelled for all sizes" in r.output and "a correct design" in r.output
