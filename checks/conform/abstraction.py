@@ -2,10 +2,10 @@
 
 The abstraction reads the engine's own structures, never its event log: each request's phase, hit
 pages, computed units, the cached pages it references from the front of its prompt (hits and published
-pages while it runs, pins while it waits, what a terminated flight leader still keeps), decode count and
-whether its wait expired, its arrival rank (where the layout keeps one), the flight whose shared pages it waits for (prefix coordination); the
-coordinator's flights (named after their current leader), index and
-released set; the prefix cache's pages (by chained key) with their reference counts, and with the
+pages while it runs, pins while it waits, what a terminated flight leader still keeps), decode count,
+whether its wait expired, its arrival rank (where the layout keeps one) and the flight whose shared
+pages it waits for (prefix coordination); the coordinator's flights (named after their current leader),
+index and released set; the prefix cache's pages (by chained key) with their reference counts, and with the
 :class:`~flightcheck.checks.conform.witness.KVWitness` whether their KV was really written. Everything
 the engine holds that this layout has no slot for is checked by :mod:`flightcheck.checks.conform.books`.
 
