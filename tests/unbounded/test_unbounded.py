@@ -70,7 +70,9 @@ def test_each_modelled_variant_fails_with_a_cti_naming_its_property(variant):
     r = prove_config(variant_config(variant), variant)
     v = r.verdict(must)
     assert v.status == "cti" and v.cti.invariant == must and v.cti.confirmed
-    assert sum(v.cti.sizes.values()) <= 5  # small: minimised by z3
+    # small: a few elements per sort (which model z3 returns depends on whether the plain query or the
+    # small-model search answers first, and so on the machine's load: waiters-all-freed's is 5 or 6)
+    assert sum(v.cti.sizes.values()) <= 6 and max(v.cti.sizes.values()) <= 3
 
 
 def test_cti_printout_is_stable():
