@@ -55,6 +55,7 @@ class FlightEndings:
         pins = self.pins_at_release(s, f)
         lost = self.is_terminated(s, f)
         gains = [0] * len(self.layout.page_slots)
+        heir = self.waiter_heir(s, f) if self.hands_on_waiters() else 0
         for j in range(self.num_requests):
             member = s.mem[j] == f + 1
             blocked = And(member, s.ph[j] == BLOCKED)
@@ -64,7 +65,7 @@ class FlightEndings:
                 # A request waiting via this flight pins what the leader holds of the pages they share; a
                 # lost leader's waiters are handed on instead, when the design does (hand_on_waiters).
                 waiting = And(s.via[j] == f + 1, s.ph[j] == BLOCKED)
-                stays, rewait = self.rewait_at_release(s, f, j, waiting, self.is_lost(s, f))
+                stays, rewait = self.rewait_at_release(s, f, j, waiting, self.is_lost(s, f), heir)
                 freed, mine = And(waiting, Not(stays)), self.waiter_pins(s, f, j, pins)
                 e.via[j] = If(freed, 0, If(stays, rewait, s.via[j]))
             else:
@@ -98,13 +99,12 @@ class FlightEndings:
         ranked = [(-self.num_shared(j, f), j) for j in range(self.num_requests) if self.can_wait_via(j, f)]
         return self.first_of(s, ranked, lambda j: And(s.via[j] == f + 1, s.ph[j] == BLOCKED))
 
-    def rewait_at_release(self, s: View, f: int, j: int, waiting: Any, lost: Any) -> tuple[Any, Any]:
+    def rewait_at_release(self, s: View, f: int, j: int, waiting: Any, lost: Any, heir: Any) -> tuple[Any, Any]:
         """Whether waiter ``j`` of flight ``f`` keeps waiting when ``f`` is released, and via what (``g + 1``):
-        handed on (:meth:`hands_on_waiters`), the heir inherits the flight ``f`` itself waited via (if any)
-        and every other waiter waits via the heir's flight."""
+        handed on (:meth:`hands_on_waiters`), the heir (:meth:`waiter_heir`) inherits the flight ``f`` itself
+        waited via (if any) and every other waiter waits via the heir's flight."""
         if not self.hands_on_waiters():
             return False, 0
-        heir = self.waiter_heir(s, f)
         is_heir = heir == j + 1
         stays = And(waiting, lost, Or(Not(is_heir), s.via[f] != 0))
         return stays, If(is_heir, s.via[f], heir)

@@ -395,7 +395,7 @@ class RelModel:
         freed = lambda j: And(j != f, self.sig.cls(j) == cf, s.mem(j, f), s.ph(j) == BLOCKED)  # noqa: E731
         waiting = lambda j: And(self.can_wait_via(j, f), s.via(j, f), s.ph(j) == BLOCKED)  # noqa: E731
         lost = self.terminated(s, f)
-        stays, rewait = self.rewait_at_release(s, f, waiting, self.lost(s, f))
+        stays, rewait, order = self.rewait_at_release(s, f, waiting, self.lost(s, f))
         waiter = lambda j: And(waiting(j), Not(stays(j)))  # noqa: E731  freed: goes to admission
         pinned = lambda j, k: If(freed(j), self.pins(s, f, k), If(waiter(j), self.waiter_pins(s, f, j, k), s.hold(j, k)))  # noqa: E731
         return s.update(
@@ -406,16 +406,8 @@ class RelModel:
             hold=lambda j, k: If(j == f, And(Not(lost), s.hold(f, k)), pinned(j, k)),
             via=lambda j, g: And(j != f, Not(waiter(j)), If(stays(j), rewait(j, g), s.via(j, g))),
             **self.release_members(s, f),
-            **self.heir_order(s, f, waiting),
+            **order,
         )
-
-    def heir_order(self, s: RelState, f: Any, waiting: Any) -> dict[str, Any]:
-        """The heir of a lost leader's waiters takes the flight's place in the proofs' ghost order (it
-        inherits the flight's wait and the other waiters wait via it)."""
-        if not self.hands_on_waiters():
-            return {}
-        _some, heir = self._choice("heir", s, f, waiting, lambda h: self.heir_choice(s, f, waiting, h))
-        return dict(ord=self.takes_place(s, heir, lambda g: g == f))
 
     def heir_choice(self, s: RelState, f: Any, waiting: Any, h: Any) -> Any:
         """``h`` is the waiter of ``f`` that ``f`` prefers (as a request prefers the flight it waits via)."""
@@ -425,17 +417,18 @@ class RelModel:
         """The spec's: prefix coordination under ``promote`` hands a lost leader's waiters on."""
         return self.config.prefix_flights and self.config.leader_loss == "promote"
 
-    def rewait_at_release(self, s: RelState, f: Any, waiting: Any, lost: Any) -> tuple[Any, Any]:
-        """Which waiters of flight ``f`` keep waiting at its release, and via what (``rewait(j, g)``): the
-        heir (the waiter ``f`` prefers, as a request prefers the flight it waits via: most shared pages,
-        earliest arrived) inherits ``f``'s own wait, if any; the other waiters wait via the heir."""
+    def rewait_at_release(self, s: RelState, f: Any, waiting: Any, lost: Any) -> tuple[Any, Any, dict[str, Any]]:
+        """Which waiters of flight ``f`` keep waiting at its release, via what (``rewait(j, g)``), and the
+        proofs' ghost order after it: the heir (the waiter ``f`` prefers, as a request prefers the flight it
+        waits via: most shared pages, earliest arrived) inherits ``f``'s own wait, if any, the other waiters
+        wait via the heir, and the heir takes ``f``'s place in the order."""
         if not self.hands_on_waiters():
-            return (lambda j: False), (lambda j, g: False)
+            return (lambda j: False), (lambda j, g: False), {}
         _some, heir = self._choice("heir", s, f, waiting, lambda h: self.heir_choice(s, f, waiting, h))
         inherited = self.sig.exists("R", lambda g: s.via(f, g))
         stays = lambda j: And(waiting(j), lost, Or(Not(heir(j)), inherited))  # noqa: E731
         rewait = lambda j, g: If(heir(j), s.via(f, g), heir(g))  # noqa: E731
-        return stays, rewait
+        return stays, rewait, dict(ord=self.takes_place(s, heir, lambda g: g == f))
 
     def release_members(self, s: RelState, f: Any) -> dict[str, Any]:
         """What the coordinator keeps of a released member: its ID, in the released set."""
