@@ -17,8 +17,10 @@ finishes (progress, an incremental log).
 Every task carries what it needs (a scenario, a policy, a program), so a worker needs only the
 installed package, and the results do not depend on where the tasks ran: a worker that dies mid-run
 has its tasks re-run on another (Dask's own retry), and the verdict is the same. A scheduler that
-cannot be reached, or that goes away during the run, raises :class:`ClusterError` (exit 2 at the
-command line): never a partial result.
+cannot be reached, an address whose peer is no scheduler (silent past ``PROTOCOL_TIMEOUT``, or not
+speaking Dask's protocol), or a scheduler that goes away during the run raises :class:`ClusterError`
+(exit 2 at the command line, in one line: Dask's own logging of the loss is silenced): never a
+partial result.
 
 For example::
 
@@ -30,11 +32,15 @@ For example::
 from __future__ import annotations
 
 import logging
+import socket
+import struct
 from typing import Any, Callable, Iterator, Sequence
 
 from flightcheck.checks.inputs import InputError
 
 CONNECT_TIMEOUT = 10  # seconds to reach a scheduler given by address
+PROTOCOL_TIMEOUT = 10  # seconds for a reached scheduler to send its greeting (Dask's handshake)
+GREETING_MAX = 1 << 16  # bytes: a scheduler's greeting is about 60; a longer frame is not Dask's framing
 
 
 class ClusterError(InputError):
@@ -42,6 +48,70 @@ class ClusterError(InputError):
 
     def __init__(self, message: str) -> None:
         super().__init__("--scheduler", None, None, message)
+
+
+def probe(address: str) -> None:
+    """Raise :class:`ClusterError` unless the peer at a ``tcp://`` ``address`` greets as a Dask scheduler
+    does: reached within ``CONNECT_TIMEOUT`` seconds, its handshake (one Dask message, a small dict)
+    within ``PROTOCOL_TIMEOUT`` more. Other schemes (tls, ucx) are left to Dask's own connect."""
+    from distributed.comm import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(address)
+        host, port = parse_host_port(location)
+    except ValueError as error:
+        raise ClusterError(f"{address} is not a Dask scheduler's address (tcp://HOST:PORT): {error}") from None
+    if scheme != "tcp":
+        return
+    try:
+        sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT)
+    except OSError as error:
+        raise ClusterError(f"cannot reach the Dask scheduler at {address}: {error}") from None
+    with sock:
+        sock.settimeout(PROTOCOL_TIMEOUT)
+        try:
+            (size,) = struct.unpack("Q", _read(sock, 8))
+            greeting = _read(sock, size) if 0 < size <= GREETING_MAX else None
+        except TimeoutError:
+            raise ClusterError(f"{address} accepted the connection but sent no Dask handshake within "
+                               f"{PROTOCOL_TIMEOUT} s: it is not a Dask scheduler, or one that does not answer") from None
+        except OSError as error:
+            raise ClusterError(f"cannot reach the Dask scheduler at {address}: {error}") from None
+    if greeting is None or not _is_handshake(greeting):
+        raise ClusterError(f"{address} does not speak Dask's protocol: is it a Dask scheduler's address?")
+
+
+def _read(sock: socket.socket, n: int) -> bytes:
+    """Exactly ``n`` bytes from ``sock``; fewer when the peer closes first."""
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _is_handshake(data: bytes) -> bool:
+    """Whether ``data`` (one message's frames) decodes as Dask's handshake: a dict naming the peer's Python."""
+    from distributed.protocol.core import loads
+    from distributed.protocol.utils import unpack_frames
+
+    try:
+        message = loads(unpack_frames(data))
+    except Exception:  # anything at all may be in a stranger's bytes; none of it is a handshake
+        return False
+    return isinstance(message, dict) and "python" in message
+
+
+def silence_dask_logs() -> None:
+    """From now on, nothing from the loggers of Dask (``distributed``) and of the tornado loop under it,
+    in this process: loggers made later inherit the silence from those two."""
+    for name in [*logging.root.manager.loggerDict]:
+        if name.split(".")[0] in ("distributed", "tornado"):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    for name in ("distributed", "tornado"):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 class Cluster:
@@ -82,6 +152,10 @@ class Cluster:
     def _connect(self) -> None:
         from distributed import Client
 
+        # Dask's own connect waits on the peer's handshake without a limit and sizes a buffer from its
+        # first 8 bytes: a peer that accepts and stays silent hangs it, and one that writes anything
+        # else (an HTTP server) asks for exabytes. The probe asks the same question with limits first.
+        probe(self.address)
         try:
             self._client = Client(self.address, timeout=CONNECT_TIMEOUT)
         except (OSError, TimeoutError, ValueError) as error:
@@ -148,8 +222,13 @@ class Cluster:
             raise self._gone(error) from None
 
     def _gone(self, error: BaseException) -> ClusterError:
+        # The loss is told once, in the one line returned here: Dask's own account of it (the tracebacks
+        # of its reconnect attempts and of closing a client whose scheduler is gone, some printed after
+        # this line, at exit) would bury that line, so its loggers say nothing more in this process.
+        silence_dask_logs()
         where = self.address or "the embedded local cluster"
-        return ClusterError(f"the Dask scheduler at {where} went away during the run: {type(error).__name__}: {error}")
+        said = " ".join(str(error).split())  # Dask's reason spans lines; the error is one
+        return ClusterError(f"the Dask scheduler at {where} went away during the run: {type(error).__name__}: {said}")
 
     def actors(self, cls: type, args: Callable[[int, int], tuple]) -> list[Any]:
         """One instance of ``cls`` per worker, built from ``args(k, n)`` (the k-th of n) and held there as a
@@ -199,4 +278,4 @@ class _Here:
         return lambda *a, **k: _Done(method(*a, **k))
 
 
-__all__ = ["CONNECT_TIMEOUT", "Cluster", "ClusterError"]
+__all__ = ["CONNECT_TIMEOUT", "PROTOCOL_TIMEOUT", "Cluster", "ClusterError", "probe"]

@@ -2,7 +2,8 @@
 
 The results through the cluster are the recorded ones (checks/suite/expectations.json) and the same as
 in one process; a worker killed mid-run changes nothing; a scheduler that cannot be reached or goes
-away is bad input (exit 2), never a partial verdict.
+away, or an address whose peer is no Dask scheduler, is bad input (exit 2, one line), never a partial
+verdict or a hang.
 """
 
 import json
@@ -248,3 +249,91 @@ def test_every_way_dask_says_an_actor_is_gone_restarts_the_search_and_nothing_el
     assert not worker_lost(RuntimeError("a bug in the partition"))
     assert not worker_lost(ValueError("bad"))
     assert not worker_lost(ClusterError("the scheduler went away"))
+
+
+@pytest.fixture
+def stranger():
+    """A loopback peer that is not a Dask scheduler: ``stranger(reply)`` listens and, to every connection it
+    accepts, writes ``reply`` (``b""``: says nothing) and holds it open; returns its address."""
+    servers, conns = [], []
+
+    def start(reply: bytes) -> str:
+        server = socket.create_server(("127.0.0.1", 0))
+        servers.append(server)
+
+        def serve():
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:  # closed at teardown
+                    return
+                conns.append(conn)
+                if reply:
+                    conn.sendall(reply)
+
+        threading.Thread(target=serve, daemon=True).start()
+        return f"tcp://127.0.0.1:{server.getsockname()[1]}"
+
+    yield start
+    for s in [*conns, *servers]:
+        s.close()
+
+
+def test_a_peer_that_accepts_and_stays_silent_is_an_error_naming_it_not_a_hang(stranger, monkeypatch):
+    from flightcheck.checks import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", 1)
+    monkeypatch.setattr(cluster, "PROTOCOL_TIMEOUT", 1)
+    address = stranger(b"")
+    out = {}
+
+    def connect():
+        try:
+            with Cluster(address):
+                out["connected"] = True
+        except ClusterError as error:
+            out["error"] = str(error)
+
+    t = threading.Thread(target=connect, daemon=True)
+    t.start()
+    t.join(60)  # Dask's own connect waits on this peer's handshake for ever
+    assert not t.is_alive() and "connected" not in out
+    assert out["error"].startswith(f"--scheduler: {address} accepted the connection but sent no Dask handshake")
+
+
+@pytest.mark.parametrize("reply", [b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",  # an HTTP server
+                                   b"\x05\x00\x00\x00\x00\x00\x00\x00hello",                  # a short frame of junk
+                                   bytes(range(256)) * 4], ids=["http", "junk-frame", "bytes"])
+def test_a_peer_that_does_not_speak_dask_is_bad_input_in_one_line(stranger, reply):
+    address = stranger(reply)
+    r = CliRunner().invoke(app, ["explore", "--scenario", "burst2-abort", "--scheduler", address])
+    # Before the probe: exit 3, Dask sizing a buffer from the first 8 bytes ("Unable to allocate 3.07 EiB").
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines() == [f"error: --scheduler: {address} does not speak Dask's protocol: "
+                                             "is it a Dask scheduler's address?"]
+
+
+def test_a_scheduler_killed_mid_run_is_one_line_on_stderr_and_no_traceback(dask_cluster):
+    from distributed import Client
+
+    address, scheduler, workers = dask_cluster
+    run = subprocess.Popen(["flightcheck", "check", "--stage", "explore", "--no-report", "--scheduler", address],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        with Client(address, timeout=60) as client:
+            deadline = time.monotonic() + 120
+            while not any(client.processing().values()):  # the run's items have reached the workers
+                assert time.monotonic() < deadline and run.poll() is None, run.communicate()
+                time.sleep(0.1)
+        for w in workers:  # stopped, they finish nothing more: the run is still mid-map when the scheduler dies
+            os.killpg(w.pid, signal.SIGSTOP)
+        _kill(scheduler)
+        _out, err = run.communicate(timeout=180)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 2, err
+    # Before: about 30 lines of Dask's logged tracebacks around (and after) the one line.
+    assert "Traceback" not in err and "distributed." not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: --scheduler: the Dask scheduler at {address} went away"), err
