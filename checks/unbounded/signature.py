@@ -155,41 +155,49 @@ class Symbolic:
         return z3.Exists([x], _bool(fn(x)))
 
     def axioms(self) -> list[Any]:
-        """What every size satisfies: ``lt`` is a strict order whose predecessors of a page form a chain
-        (a forest of prompt trees), a class's path is a chain closed under predecessors; with ``prefix``, ``shares`` is
-        symmetric, irreflexive and transitive over distinct classes (the common prefixes of a tree make
-        "at least m pages in common" so), and a class sharing more pages with ``c`` than one that
-        passes the threshold passes it too; ``prefer`` is, per request, a strict total order that puts a
-        flight whose prompt shares more pages first; the capacity is at least 1. Without ``trees``, no page is on two classes' paths."""
+        """The formulas of :meth:`named_axioms`, in order."""
+        return [formula for _name, formula in self.named_axioms()]
+
+    def named_axioms(self) -> list[tuple[str, Any]]:
+        """What every size satisfies, each axiom with a name (an unsat core of axioms names them): ``lt`` is a
+        strict order whose predecessors of a page form a chain (a forest of prompt trees), a class's path is a
+        chain closed under predecessors; with ``prefix``, ``shares`` is symmetric, irreflexive and transitive
+        over distinct classes (the common prefixes of a tree make "at least m pages in common" so), and a class
+        sharing more pages with ``c`` than one that passes the threshold passes it too; ``prefer`` is, per
+        request, a strict total order that puts a flight whose prompt shares more pages first; the capacity is
+        at least 1. Without ``trees``, no page is on two classes' paths."""
         lt, on, sh, pr, cl = self._lt, self._onp, self._shares, self._prefer, self._cls
         a, b, q = (z3.Const(n, self.sorts["P"]) for n in ("a", "b", "q"))
         c, d, e = (z3.Const(n, self.sorts["C"]) for n in ("c", "d", "e"))
         i, f, g, h = (z3.Const(n, self.sorts["R"]) for n in ("i", "f", "g", "h"))
         out = [
-            z3.ForAll([a], z3.Not(lt(a, a))),
-            z3.ForAll([a, b, q], z3.Implies(z3.And(lt(a, b), lt(b, q)), lt(a, q))),
-            z3.ForAll([a, b, q], z3.Implies(z3.And(lt(a, q), lt(b, q)), z3.Or(a == b, lt(a, b), lt(b, a)))),
-            z3.ForAll([c, a, b], z3.Implies(z3.And(on(c, a), on(c, b)), z3.Or(a == b, lt(a, b), lt(b, a)))),
-            z3.ForAll([c, a, b], z3.Implies(z3.And(on(c, b), lt(a, b)), on(c, a))),
-            self.capacity >= 1,
+            ("lt_irreflexive", z3.ForAll([a], z3.Not(lt(a, a)))),
+            ("lt_transitive", z3.ForAll([a, b, q], z3.Implies(z3.And(lt(a, b), lt(b, q)), lt(a, q)))),
+            ("ancestors_form_a_chain",
+             z3.ForAll([a, b, q], z3.Implies(z3.And(lt(a, q), lt(b, q)), z3.Or(a == b, lt(a, b), lt(b, a))))),
+            ("path_is_a_chain",
+             z3.ForAll([c, a, b], z3.Implies(z3.And(on(c, a), on(c, b)), z3.Or(a == b, lt(a, b), lt(b, a))))),
+            ("path_closed_under_ancestors", z3.ForAll([c, a, b], z3.Implies(z3.And(on(c, b), lt(a, b)), on(c, a)))),
+            ("capacity_positive", self.capacity >= 1),
         ]
         if self.prefix:
             out += [
-                z3.ForAll([c], z3.Not(sh(c, c))),
-                z3.ForAll([c, d], z3.Implies(sh(c, d), sh(d, c))),
-                z3.ForAll([c, d, e], z3.Implies(z3.And(sh(c, d), sh(d, e), c != e), sh(c, e))),
-                z3.ForAll([i, f], z3.Not(pr(i, f, f))),
-                z3.ForAll([i, f, g, h], z3.Implies(z3.And(pr(i, f, g), pr(i, g, h)), pr(i, f, h))),
-                z3.ForAll([i, f, g], z3.Implies(f != g, z3.Or(pr(i, f, g), pr(i, g, f)))),
+                ("shares_irreflexive", z3.ForAll([c], z3.Not(sh(c, c)))),
+                ("shares_symmetric", z3.ForAll([c, d], z3.Implies(sh(c, d), sh(d, c)))),
+                ("shares_transitive", z3.ForAll([c, d, e], z3.Implies(z3.And(sh(c, d), sh(d, e), c != e), sh(c, e)))),
+                ("prefer_irreflexive", z3.ForAll([i, f], z3.Not(pr(i, f, f)))),
+                ("prefer_transitive",
+                 z3.ForAll([i, f, g, h], z3.Implies(z3.And(pr(i, f, g), pr(i, g, h)), pr(i, f, h)))),
+                ("prefer_total", z3.ForAll([i, f, g], z3.Implies(f != g, z3.Or(pr(i, f, g), pr(i, g, f))))),
                 # Sharing is a common prefix: one that shares a page with i's prompt that another does not shares
                 # more, so it is preferred, and passes the threshold if the other does.
-                z3.ForAll([i, f, g, a], z3.Implies(
-                    z3.And(on(cl(i), a), on(cl(f), a), z3.Not(on(cl(g), a))), z3.Not(pr(i, g, f)))),
-                z3.ForAll([c, d, e, a], z3.Implies(
-                    z3.And(sh(c, d), on(c, a), on(e, a), z3.Not(on(d, a)), c != e), sh(c, e))),
+                ("prefer_shares_more_first", z3.ForAll([i, f, g, a], z3.Implies(
+                    z3.And(on(cl(i), a), on(cl(f), a), z3.Not(on(cl(g), a))), z3.Not(pr(i, g, f))))),
+                ("sharing_more_passes_the_threshold", z3.ForAll([c, d, e, a], z3.Implies(
+                    z3.And(sh(c, d), on(c, a), on(e, a), z3.Not(on(d, a)), c != e), sh(c, e)))),
             ]
         if not self.trees:
-            out.append(z3.ForAll([c, d, a], z3.Implies(z3.And(on(c, a), on(d, a)), c == d)))
+            out.append(("flat_prompts", z3.ForAll([c, d, a], z3.Implies(z3.And(on(c, a), on(d, a)), c == d))))
         return out
 
 
