@@ -63,6 +63,34 @@ def machine_memory_bytes() -> int:
     return total
 
 
+def address_space_left() -> int | None:
+    """Bytes of address space this process may still map under its ``RLIMIT_AS`` (``ulimit -v``): the
+    limit less what is mapped now; None when there is no limit."""
+    # Why this and not only machine_memory_bytes: under ulimit -v a pool that fits the machine's memory
+    # still cannot be mapped, and MLX does not report a failed allocation: the process segfaults.
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return None
+    if soft == resource.RLIM_INFINITY or soft < 0:
+        return None
+    return max(0, soft - _mapped_bytes())
+
+
+def _mapped_bytes() -> int:
+    """The address space this process maps now (VmSize; 0 where /proc cannot tell)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except (OSError, ValueError, UnicodeDecodeError, IndexError):
+        pass
+    return 0
+
+
 def kv_page_bytes(model_args, page_size: int = PAGE_SIZE, dtype_bytes: int = 4) -> int:
     """Bytes of K and V one page takes over every layer of a model (``llama.ModelArgs``; float32 pools)."""
     return (2 * model_args.num_hidden_layers * model_args.num_key_value_heads * model_args.head_dim
@@ -94,7 +122,7 @@ class EngineConfig:
     - ``max_running``: the capacity bound on requests in prefill or decode (at most 1024);
     - ``prefill_chunk_pages``: the prefill token budget of one step, in whole pages (at most 65536);
     - ``num_pages``: KV pages in the pool (16 tokens each; the pool may take at most half the machine's
-      memory, checked against the model's bytes per page);
+      memory, and half the address space left under ulimit -v, checked against the model's bytes per page);
     - ``max_context``: the longest sequence (prompt + output), None for the model's own limit (at most 2**20);
     - ``follower_wait_bound``: a follower blocked for more than this many steps expires: it leaves the
       flight and computes for itself (None: wait for the flight, the default; at most 100000);
@@ -140,16 +168,24 @@ class EngineConfig:
             raise InvalidConfigError(f"config.coordination {self.coordination!r} needs prefix_caching=True: "
                                      "followers wait in order to reuse the leader's pages")
 
-    def check_pool(self, page_bytes: int, whose: str) -> None:
+    def check_pool(self, page_bytes: int, whose: str, *, allocating: bool = False) -> None:
         """Raises ``InvalidConfigError`` unless ``num_pages`` pages of ``page_bytes`` each fit in
-        ``KV_MEMORY_FRACTION`` of the machine's memory; ``whose`` says whose pages they are."""
+        ``KV_MEMORY_FRACTION`` of the machine's memory; ``whose`` says whose pages they are. With
+        ``allocating`` (said just before the pools are made) they must also fit that share of the address
+        space this process may still map (``ulimit -v``)."""
         budget = int(machine_memory_bytes() * KV_MEMORY_FRACTION)
         limit = budget // page_bytes
+        needs = f"config.num_pages is {self.num_pages}: at {page_bytes} bytes of KV cache per page ({whose}) that is " \
+                f"{_gib(self.num_pages * page_bytes)}"
         if self.num_pages > limit:
-            raise InvalidConfigError(
-                f"config.num_pages is {self.num_pages}: at {page_bytes} bytes of KV cache per page ({whose}) that is "
-                f"{_gib(self.num_pages * page_bytes)}, more than {KV_MEMORY_FRACTION:.0%} of this machine's "
-                f"{_gib(machine_memory_bytes())} of memory: the limit is {limit} pages")
+            raise InvalidConfigError(f"{needs}, more than {KV_MEMORY_FRACTION:.0%} of this machine's "
+                                     f"{_gib(machine_memory_bytes())} of memory: the limit is {limit} pages")
+        # Why only when allocating: the space left is this moment's; a config made once the pools exist
+        # (Engine(runner), a copy of the config) would count them against themselves.
+        space = address_space_left() if allocating else None
+        if space is not None and self.num_pages > (limit := int(space * KV_MEMORY_FRACTION) // page_bytes):
+            raise InvalidConfigError(f"{needs}, more than {KV_MEMORY_FRACTION:.0%} of the {_gib(space)} of address "
+                                     f"space this process may still map (ulimit -v): the limit is {limit} pages")
 
 
 def _check_int(name: str, value: object, low: int, high: int, unit: str, prefix: str = "") -> None:

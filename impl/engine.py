@@ -159,7 +159,7 @@ class Engine:
         _check_log_options(event_log_path, event_history)
         weights_model, tokenizer, info = model if model is not None else load_smollm2(path, dequantize)
         weights = "float32 (dequantized)" if info.is_dequantized else "4-bit"
-        config.check_pool(kv_page_bytes(weights_model.args), "SmolLM2's")  # before the pools are allocated
+        config.check_pool(kv_page_bytes(weights_model.args), "SmolLM2's", allocating=True)  # before the pools
         return cls(ModelRunner(weights_model, num_pages=config.num_pages), tokenizer, config,
                    eos_token_ids=[tokenizer.eos_id], event_log_path=event_log_path,
                    model_name=f"{info.name}, {weights} weights", event_history=event_history)
@@ -177,7 +177,7 @@ class Engine:
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
             raise InvalidArgumentError(f"seed must be an integer in [0, {MAX_SEED}], got {shown(seed)}")
         _check_log_options(event_log_path, event_history)
-        config.check_pool(kv_page_bytes(TINY_ARGS), "the tiny model's")  # before the pools are allocated
+        config.check_pool(kv_page_bytes(TINY_ARGS), "the tiny model's", allocating=True)  # before the pools
         return cls(ModelRunner(tiny_model(seed), num_pages=config.num_pages), None, config,
                    event_log_path=event_log_path, model_name=f"tiny random Llama (seed {seed})",
                    event_history=event_history)

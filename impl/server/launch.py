@@ -46,7 +46,13 @@ def load_engine(model: str, config: EngineConfig, events: Optional[str], history
     from flightcheck.impl.errors import EngineError
     from flightcheck.impl.model_file import ModelFileError
 
+    from flightcheck.impl.config import MIN_KV_PAGE_BYTES
+
     try:
+        # Why before the model loads: the pools of any model take at least the smallest model's bytes a
+        # page, so a pool past the address space ulimit -v leaves is refused before anything is mapped
+        # (under that limit MLX does not report a failed allocation: the process segfaults).
+        config.check_pool(MIN_KV_PAGE_BYTES, "the smallest model's", allocating=True)
         if model == "smollm2":
             return Engine.smollm2(config, event_log_path=events, event_history=history)
         return Engine.tiny(config, event_log_path=events, event_history=history)

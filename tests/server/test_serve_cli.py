@@ -1,6 +1,7 @@
 """``flightcheck serve`` as a real process with the ``openai`` client: it streams, writes the event log
 under the online monitor, stops promptly on SIGINT, takes every EngineConfig field as an option, and
-refuses bad arguments and a corrupt model file with one line and exit status 2."""
+refuses bad arguments, a corrupt model file and a pool past what `ulimit -v` leaves with one line and exit
+status 2."""
 
 import dataclasses
 import json
@@ -128,3 +129,55 @@ def test_a_corrupt_model_file_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and "truncated or wrong file" in proc.stderr
     assert proc.stderr.startswith("error: model file") and proc.stderr.count("error:") == 1
+
+
+ULIMIT_KIB = 3_000_000  # ulimit -v: room for Python and MLX (about 0.3 GiB mapped at import), not for a big pool
+
+
+def _under_ulimit(args):
+    command = " ".join(["ulimit -v", str(ULIMIT_KIB), ";", "exec", *CLI, *args])
+    return ["bash", "-c", command]
+
+
+def test_a_pool_past_the_address_space_ulimit_leaves_is_exit_2_not_a_segfault():
+    from flightcheck.impl.config import KV_MEMORY_FRACTION, MIN_KV_PAGE_BYTES, machine_memory_bytes
+
+    pages = min(1_500_000, int(machine_memory_bytes() * KV_MEMORY_FRACTION) // MIN_KV_PAGE_BYTES)
+    assert pages * MIN_KV_PAGE_BYTES > ULIMIT_KIB * 1024  # the premise: the machine's memory allows what the ulimit cannot
+    proc = subprocess.run(_under_ulimit(["--model", "tiny", "--port", "0", "--num-pages", str(pages)]),
+                          capture_output=True, text=True, timeout=120)
+    # Before: rc 139, MLX's allocation failing under the limit with no message.
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    line = re.sub(r"\s+", " ", proc.stderr).strip()
+    assert re.fullmatch(rf"error: config.num_pages is {pages}: at 8192 bytes of KV cache per page \(the smallest "
+                        r"model's\) that is [\d.]+ GiB, more than 50% of the [\d.]+ GiB of address space this process "
+                        r"may still map \(ulimit -v\): the limit is \d+ pages", line), proc.stderr
+
+
+def test_under_the_same_ulimit_a_pool_that_fits_is_served():
+    proc = subprocess.Popen(_under_ulimit(["--model", "tiny", "--port", "0", "--num-pages", "4096"]),
+                            stderr=subprocess.PIPE, text=True)
+    line = proc.stderr.readline()
+    match = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+    try:
+        assert match, line + (proc.stderr.read() if proc.poll() is not None else "")
+        from openai import OpenAI
+
+        client = OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="none", max_retries=0, timeout=60)
+        assert len(client.completions.create(model="tiny", prompt=[1, 2, 3], max_tokens=4).choices[0].token_ids) == 4
+    finally:
+        code, err = stop(proc)
+    assert code == 0, err
+
+
+def test_only_the_moment_before_allocating_counts_the_address_space(monkeypatch):
+    """The space left is that moment's: a config, or an engine over pools that exist, is not held to it."""
+    from flightcheck.impl import config as config_module
+    from flightcheck.impl.engine import Engine
+    from flightcheck.impl.errors import InvalidConfigError
+
+    monkeypatch.setattr(config_module, "address_space_left", lambda: 1 << 20)  # 1 MiB left: 64 tiny pages
+    config = EngineConfig(num_pages=65)
+    with pytest.raises(InvalidConfigError, match=r"num_pages is 65: .* of address space .* the limit is 64 pages"):
+        Engine.tiny(config)
+    Engine.tiny(EngineConfig(num_pages=64)).close()
