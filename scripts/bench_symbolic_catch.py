@@ -26,7 +26,7 @@ CAUGHT = {  # mutant -> the smallest bound at which the engine check exposes it
     "unpinned-release": "2,3", "expire-forgets": "2,3", "admit-ignores-reservations": "2,3",
     "waiter-pins-leader-tail": "2,3", "waiter-unpinned": "2,3", "promote-loses-followers": "3,3",
     "via-earliest-flight": "3,3", "lru-stale-hit": "2,3", "eos-ignored": "1,3", "stop-as-length": "1,3",
-    "evict-referenced": "3,4,branches",
+    "evict-referenced": "3,4,branches", "heir-earliest-waiter": "3,3",
 }
 ENGINE = ("import json, sys; from flightcheck.checks.symbolic.bound import parse_bound; "
           "from flightcheck.checks.symbolic.check import check_engine; "

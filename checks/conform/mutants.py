@@ -193,6 +193,27 @@ def _via_earliest_flight(setattr_fn: Setattr) -> None:
     setattr_fn(Coordinator, "can_wait_via", can_wait_via)
 
 
+def _heir_earliest_waiter(setattr_fn: Setattr) -> None:
+    original = Coordinator.hand_on_waiters
+
+    def hand_on_waiters(self: Coordinator, flight_id: int) -> tuple[int, int | None]:
+        # The mistake: the earliest waiter inherits, not the one sharing the most pages with the lost flight.
+        # Put it first by making every other waiter look as if it shared nothing, then restore the lists.
+        flight = self.flights[flight_id]
+        earliest = min(flight.via_request_ids)
+        keys = {w: self.flights[self.flight_led_by(w)].page_keys for w in flight.via_request_ids}
+        try:
+            for w in keys:
+                if w != earliest:
+                    self.flights[self.flight_led_by(w)].page_keys = ()
+            return original(self, flight_id)
+        finally:
+            for w, k in keys.items():
+                self.flights[self.flight_led_by(w)].page_keys = k
+
+    setattr_fn(Coordinator, "hand_on_waiters", hand_on_waiters)
+
+
 def _eos_ignored(setattr_fn: Setattr) -> None:
     original = Scheduler.can_finish
 
@@ -300,6 +321,9 @@ MUTANTS: dict[str, Mutant] = {m.name: m for m in (
     Mutant("via-earliest-flight", "waits_for_shared_pages",
            "Prefix coordination waits via the earliest flight sharing enough pages, not the one sharing the most.",
            _via_earliest_flight, policy=(("coordination", "prefix"),)),
+    Mutant("heir-earliest-waiter", "follower_waits_for_release",
+           "A lost leader's flight, handed on, makes its earliest waiter the heir, not the one sharing the most pages.",
+           _heir_earliest_waiter, policy=(("coordination", "prefix"), ("leader_loss", "promote"))),
     Mutant("eos-ignored", "visible_after_compute",
            "A request whose output is an end-of-sequence token goes on decoding to its max_tokens.",
            _eos_ignored),

@@ -79,7 +79,7 @@ STAGES: list[tuple[str, str, bool]] = [
     ("variants", "flightcheck.checks.suite.stages:variants_stage", False),
     ("prove", "flightcheck.checks.suite.stages:prove_stage", False),
     ("equiv", "flightcheck.checks.suite.stages:equiv_stage", False),
-    ("engine", "flightcheck.checks.suite.stages:engine_stage", False),
+    ("engine", "flightcheck.checks.suite.stage_engine:engine_stage", False),
     ("conform", "flightcheck.checks.suite.stages:conform_stage", False),
     ("server", "flightcheck.checks.server.campaign:server_stage", False),
     ("smollm2", "flightcheck.checks.suite.stages:real_model_stage", True),

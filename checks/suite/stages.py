@@ -251,54 +251,9 @@ def prove_stage(ctx: Context) -> list[Row]:
     return rows + unbounded_rows(ctx)
 
 
-# The engine's guard/command pairs against the spec at every engine state within a bound: N=2 requests
-# over 3 pages takes seconds (every action taken, evict included); 6 pages about a minute and a half.
-ENGINE_BOUNDS_QUICK: tuple[str, ...] = ("2,3",)
-# 3,4,branches: two prompts branching off a common first page (checks/symbolic/bound.py, BRANCHES), the
-# smallest bound where an eviction chooses between two cached leaves, so that taking a referenced one
-# (the mutant evict-referenced) shows; the default tree's shareable pages form one chain and never do.
-# Under single-flight only (the mistake shows through a released follower's pins; its whole space is
-# about 7,900 states, 20-30 s, where all three configurations take minutes), and only in the full check:
-# beside --quick's 2,3 (about 9 s) it would double the quick stage.
-ENGINE_BOUNDS: tuple[str, ...] = ("2,3", "2,6", "3,4,branches")
-ENGINE_CONFIGS: dict[str, tuple[str, ...]] = {"3,4,branches": ("single-flight",)}
-
-
-def _engine_one(bound_text: str) -> list[tuple[str, bool, str, float, dict[str, Any]]]:
-    from flightcheck.checks.symbolic.bound import parse_bound
-    from flightcheck.checks.symbolic.check import check_engine
-
-    bound = parse_bound(bound_text)
-    configs = ENGINE_CONFIGS.get(bound_text)
-    if configs:
-        bound = bound.with_configs(*configs)
-    where = f" ({', '.join(configs)})" if configs else ""
-    out = []
-    for r in check_engine(bound):
-        if r.verdict == "verified":
-            detail = (f"verified at {r.states:,} engine states ({r.commands:,} commands, {r.events:,} events)"
-                      if r.commands or r.events else f"verified, but never taken at the {r.states:,} states of the bound")
-        elif r.counterexample is not None:
-            detail = "counterexample: " + r.counterexample.format().replace("\n", " | ")
-        else:
-            detail = f"unfinished after {r.states:,} states: not verified"
-        out.append((f"engine = spec: {r.action} at {r.bound}{where}", r.verdict == "verified", detail, r.seconds,
-                    {"engine": r.to_json()}))
-    return out
-
-
-def engine_stage(ctx: Context) -> list[Row]:
-    """A row per spec action and bound: the engine's own guard and command agree with the spec's guard and
-    update at every engine state the engine's commands reach within the bound (:mod:`flightcheck.checks.symbolic`);
-    a counterexample names the state, the slot that differs, and replays as a conformance program."""
-    bounds = ENGINE_BOUNDS_QUICK if ctx.quick else ENGINE_BOUNDS
-    return [Row("engine", item, ok, detail, seconds, evidence)
-            for rows in _parallel(_engine_one, list(bounds), ctx) for item, ok, detail, seconds, evidence in rows]
-
-
 def _unbounded_one(config: Any) -> tuple[str, dict[str, str], float, dict[str, Any]]:
     from flightcheck.checks.unbounded.checker import prove_config
-    from flightcheck.checks.unbounded.render import cti_json, format_cti
+    from flightcheck.checks.unbounded.render import cti_json, format_cti, nonvacuity_json
 
     rep = prove_config(config)
     verdicts = {v.name: v.status for v in rep.verdicts}
@@ -310,7 +265,8 @@ def _unbounded_one(config: Any) -> tuple[str, dict[str, str], float, dict[str, A
                                                         if v.cti is not None else None)}
                for v in rep.verdicts}
     return config.label(), verdicts, rep.seconds, {"config": config.label(), "environment": config.environment(),
-                                                   "queries": rep.queries, "details": details}
+                                                   "queries": rep.queries, "details": details,
+                                                   "nonvacuity": nonvacuity_json(rep.nonvacuity)}
 
 
 def _drift_items(quick: bool) -> list[Any]:
@@ -347,17 +303,25 @@ def unbounded_rows(ctx: Context) -> list[Row]:
     for label, verdicts, seconds, evidence in _parallel(_unbounded_one, list(configs.values()), ctx):
         props = [n for n, d in evidence["details"].items() if d["kind"] == "property"]
         bad = [n for n in props if verdicts[n] != "proved"]
-        if bad:
+        nv = evidence["nonvacuity"]  # a proof with a vacuous part (axioms, an action, an antecedent) fails
+        if nv["failures"]:
+            detail = "vacuous: " + "; ".join(nv["failures"])
+        elif bad:
             first = evidence["details"][bad[0]]
             cti = first["counterexample_to_induction"]
             why = f"counterexample to induction under {cti['action']}" if cti else first["reason"] or "timeout"
             detail = f"not proved for all sizes: {', '.join(bad)} ({bad[0]}: {why})"
         else:
             detail = f"{len(props)}/{len(props)} proved for all sizes; bounded only: {', '.join(NOT_MODELLED)}"
+            detail += (f"; non-vacuous: {sum(w['status'] == 'witnessed' for w in nv['actions'])}/{len(nv['actions'])} "
+                       f"actions, {sum(w['status'] == 'witnessed' for w in nv['antecedents'])}/"
+                       f"{len(nv['antecedents'])} antecedents witnessed")
+        if nv["unknown"]:
+            detail += f"; unknown (timeout): {', '.join(nv['unknown'])}"
         changed = ctx.expect.compare("unbounded", label, verdicts)
         if changed:
             detail = _proofs_changed(ctx, "unbounded", label, verdicts, changed) + detail
-        rows.append(Row("prove", f"for all sizes: {label}", not bad and not changed, detail, seconds,
+        rows.append(Row("prove", f"for all sizes: {label}", not bad and not changed and not nv["failures"], detail, seconds,
                         {**evidence, "verdicts": verdicts, "not_modelled": dict(NOT_MODELLED)}))
     for key, ok, detail, seconds, evidence in _parallel(_drift_one, _drift_items(ctx.quick), ctx):
         rows.append(Row("prove", f"relational model = spec: {key}", ok, detail, seconds, evidence))

@@ -52,19 +52,38 @@ def check_engine(bound: Bound, *, mutant: str | None = None, method: str = "exha
     first = mutant is not None if first is None else first
     configs = mutant_configs(bound, mutant) if mutant else bound.config_names
     runs: list[Enumeration] = []
+    for config in configs:
+        runs.append(enumerate_config(bound, config, mutant=mutant, method=method, first=first,
+                                     time_limit=time_limit, depth=depth))
+        if first and runs[-1].findings:
+            break
+    return fold_runs(bound, runs, mutant=mutant, method=method, replay=replay)
+
+
+def enumerate_config(bound: Bound, config: str, *, mutant: str | None = None, method: str = "exhaustive",
+                     first: bool = False, time_limit: float | None = None, depth: int = 2) -> Enumeration:
+    """One configuration's run of :func:`check_engine` (``mutant`` installed for it): a unit of work that
+    a cluster can run apart from the others, folded back into rows by :func:`fold_runs`."""
+    from contextlib import nullcontext
+
+    from flightcheck.checks.conform.mutants import get_mutant
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    with get_mutant(mutant).patched() if mutant else nullcontext():
+        if method == "crosshair":
+            from flightcheck.checks.symbolic.crosshair_run import crosshair_check
+            return crosshair_check(bound, config, depth=depth, time_limit=time_limit or 60.0)
+        return enumerate_states(bound, config, first=first, time_limit=time_limit)
+
+
+def fold_runs(bound: Bound, runs: list[Enumeration], *, mutant: str | None = None, method: str = "exhaustive",
+              replay: bool = True) -> list[ActionResult]:
+    """One :class:`ActionResult` per spec action from the configurations' runs (in ``bound``'s order); with
+    ``replay``, each counterexample's conformance program is run and what it says recorded."""
     from contextlib import nullcontext
 
     from flightcheck.checks.conform.mutants import get_mutant
     with get_mutant(mutant).patched() if mutant else nullcontext():
-        for config in configs:
-            if method == "crosshair":
-                from flightcheck.checks.symbolic.crosshair_run import crosshair_check
-                run = crosshair_check(bound, config, depth=depth, time_limit=time_limit or 60.0)
-            else:
-                run = enumerate_states(bound, config, first=first, time_limit=time_limit)
-            runs.append(run)
-            if first and run.findings:
-                break
         rows = _rows(bound, method, runs, mutant)  # the paths are rebuilt under the mutant too
     if replay:
         for row in rows:

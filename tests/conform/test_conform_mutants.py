@@ -28,6 +28,7 @@ EXPECTED = {
     "waiter-pins-leader-tail": "refcounts_exact",
     "waiter-unpinned": "refcounts_exact",
     "via-earliest-flight": "waits_for_shared_pages",
+    "heir-earliest-waiter": "follower_waits_for_release",
     "eos-ignored": "visible_after_compute",
     "lru-stale-hit": "evicts_least_recently_used",
     "stop-as-length": "visible_after_compute",
@@ -35,7 +36,8 @@ EXPECTED = {
 # The mistakes of evict-referenced and lru-stale-hit need shapes the free programs draw rarely (the first
 # was found within 600 programs once, then not at all once they drew prompt trees): checks/conform/shapes.py.
 PROGRAMS = {"evict-referenced": lambda: [SHAPES["eviction-skips-a-referenced-page"].program()],
-            "lru-stale-hit": lambda: [SHAPES["a-hit-refreshes-recency"].program()]}
+            "lru-stale-hit": lambda: [SHAPES["a-hit-refreshes-recency"].program()],
+            "heir-earliest-waiter": lambda: [SHAPES["the-heir-shares-the-most-pages"].program()]}
 
 
 def _programs(name: str, fixed: dict):

@@ -32,6 +32,7 @@ CAUGHT = {
     "waiter-pins-leader-tail": ("2,3", "abort"),
     "waiter-unpinned": ("2,3", "abort"),
     "promote-loses-followers": ("3,3", "abort"),
+    "heir-earliest-waiter": ("3,3", "abort"),
 }
 # Caught by the engine's own finish-reason contract (checks/symbolic/finishing.py), which the spec abstracts
 # away (its finish takes any stop and keeps no reason): asked of can_finish at the first decoding state, in
@@ -189,13 +190,40 @@ def test_the_clean_engine_passes_over_two_branches():
 
 
 def test_the_full_engine_stage_runs_the_bound_that_catches_it():
-    # check's engine stage (not --quick: beside 2,3 it would double the quick stage) covers 3,4,branches
-    # under single-flight, the configuration the catch is found in.
-    from flightcheck.checks.suite.stages import ENGINE_BOUNDS, ENGINE_BOUNDS_QUICK, ENGINE_CONFIGS
+    # check's engine stage covers 3,4,branches under single-flight (not --quick), the configuration the
+    # catch is found in, and three requests under every configuration in --quick already.
+    from flightcheck.checks.suite.stage_engine import ENGINE_BOUNDS, ENGINE_BOUNDS_QUICK, ENGINE_CONFIGS, engine_items
 
     assert CAUGHT_ON_BRANCHES["evict-referenced"][0] in ENGINE_BOUNDS
-    assert ENGINE_CONFIGS == {"3,4,branches": ("single-flight",)} and ENGINE_BOUNDS_QUICK == ("2,3",)
+    assert ENGINE_CONFIGS == {"3,4,branches": ("single-flight",)} and ENGINE_BOUNDS_QUICK == ("2,3", "3,3")
     assert str(parse_bound("3,4,branches").with_configs("single-flight")) == "N=3,M=4,branches"
+    # Every bound a mutant is caught at (but the branches') lies within one --quick runs (N,M covers every
+    # state with at most N arrivals over M pages), under every configuration.
+    quick = [parse_bound(b) for b in ENGINE_BOUNDS_QUICK]
+    for b, _ in CAUGHT.values():
+        c = parse_bound(b)
+        assert any(c.num_requests <= q.num_requests and c.num_pages == q.num_pages for q in quick), b
+    assert {c for b, c in engine_items(quick=True) if b == "3,3"} == {"single-flight", "promote", "prefix"}
+
+
+def test_the_quick_engine_stage_fails_on_a_wrong_heir_and_names_the_abort(monkeypatch):
+    # The stage as `flightcheck check --quick --stage engine` runs it (in this process, stopping at the
+    # first failure as `mutate` does): a lost leader's flight that makes its earliest waiter the heir, not
+    # the one sharing the most pages, needs three requests under prefix coordination with promotion. Only
+    # the quick items of that configuration run here (the others pass whole: about 35 s more).
+    from flightcheck.checks.suite import stage_engine
+    from flightcheck.checks.suite.stages import Context
+
+    items = stage_engine.engine_items(quick=True)
+    monkeypatch.setattr(stage_engine, "engine_items", lambda quick: [i for i in items if i[1] == "prefix"])
+    with MUTANTS["heir-earliest-waiter"].patched():
+        rows = stage_engine.engine_stage(Context(quick=True, first_failure=True))
+    assert not all(r.ok for r in rows)
+    found = [r for r in rows if r.detail.startswith("counterexample:")]
+    assert [r.item for r in found] == ["engine = spec: abort at N=3,M=3"], [r.item for r in found]
+    ce = found[0].evidence["engine"]["counterexample"]
+    assert ce["config"] == "prefix" and len(ce["path"]) == 3, ce  # three arrivals, then the leader's abort
+    assert not [r for r in found if "N=2,M=3" in r.item]  # two requests never have a choice of heir
 
 
 @pytest.mark.slow
