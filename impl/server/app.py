@@ -40,7 +40,8 @@ from flightcheck.impl.request import FINISH_ABORTED
 from flightcheck.impl.server.loop import Delivery, EngineLoop, ServerError
 from flightcheck.impl.server.metrics import CONTENT_TYPE, ServerMetrics
 from flightcheck.impl.server.schema import (
-    DEFAULT_MAX_TOKENS, MAX_BODY_DEPTH, ChatRequest, CompletionRequest, RequestError, parse, prompt_parts, sampling_of,
+    DEFAULT_MAX_TOKENS, MAX_BODY_DEPTH, ChatRequest, CompletionRequest, RequestError, parse, parse_int, prompt_parts,
+    sampling_of,
 )
 from flightcheck.impl.tokenizer import ChatMessage
 
@@ -95,7 +96,7 @@ async def read_body(request: Request, limits: Limits) -> Any:
         raise RequestError(f"the request body did not arrive within {limits.body_timeout_s:g} s", None, 408,
                            "body_timeout") from None
     try:
-        return json.loads(b"".join(chunks) or b"null")
+        return json.loads(b"".join(chunks) or b"null", parse_int=parse_int)  # a 5000-digit literal: a 400, named
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise RequestError(f"the request body is not valid JSON: {error}", None) from None
     except RecursionError:  # e.g. 100,000 "[": the parser recurses once per level

@@ -9,12 +9,14 @@ Supported beyond the basics: ``stop`` (a string or up to 4), ``seed``, ``stream_
 ``user`` (ignored), a message's ``content`` as a list of text parts (other parts are refused by name),
 and one extension, ``ignore_eos`` (fixed-length outputs for benchmarks, as vLLM has it). ``n`` > 1,
 ``logprobs``, ``echo``, ``best_of``, ``suffix``, penalties and ``logit_bias`` are refused with a message
-saying so. Text that is not valid Unicode (a lone surrogate) and values nested deeper than
-``MAX_BODY_DEPTH`` are refused naming the field, before the models see them.
+saying so. Text that is not valid Unicode (a lone surrogate), an integer of more digits than Python
+converts and values nested deeper than ``MAX_BODY_DEPTH`` are refused naming the field, before the models
+see them.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -145,8 +147,29 @@ def parse(model_class: type[_Common], body: Any) -> _Common:
 MAX_BODY_DEPTH = 32
 
 
+class LongInteger:
+    """An integer literal of more digits than Python converts (``sys.get_int_max_str_digits()``), left by
+    :func:`parse_int` in the parsed body so that :func:`check_text_and_depth` can name its field."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+
+def parse_int(text: str) -> int | LongInteger:
+    """``json.loads``'s ``parse_int``: ``int(text)``, or a :class:`LongInteger` where ``int`` would raise.
+
+    Why: past Python's limit (4300 digits) ``int()`` raises a ValueError out of the parser, which knows no
+    field: it was a 500. No field of a request takes such a number; the marker makes it a 400 naming it."""
+    limit = sys.get_int_max_str_digits()
+    digits = len(text) - text.startswith("-")
+    return LongInteger(digits) if limit and digits > limit else int(text)
+
+
 def check_text_and_depth(body: Any) -> None:
-    """Refuses text that is not valid Unicode and values nested beyond ``MAX_BODY_DEPTH``, naming where.
+    """Refuses text that is not valid Unicode, integers of more digits than Python converts and values
+    nested beyond ``MAX_BODY_DEPTH``, naming where.
 
     Why: JSON's ``\\ud800`` escapes decode to lone surrogates, which no tokenizer (nor UTF-8) can encode;
     found here, they are a 400 naming the field rather than a 500 out of the tokenizer."""
@@ -156,6 +179,10 @@ def check_text_and_depth(body: Any) -> None:
         if len(path) > MAX_BODY_DEPTH:
             where = ".".join(path[:3]) + "..."
             raise RequestError(f"{where} nests arrays or objects more than {MAX_BODY_DEPTH} levels deep", path[0])
+        if isinstance(value, LongInteger):
+            where = ".".join(path) or "the body"
+            raise RequestError(f"{where} is an integer of {value.digits} digits: the number is too large (at most "
+                               f"{sys.get_int_max_str_digits()} digits are read)", ".".join(path) or None)
         if isinstance(value, str):
             _check_unicode(value, ".".join(path), ".".join(path))
         elif isinstance(value, dict):
@@ -165,7 +192,7 @@ def check_text_and_depth(body: Any) -> None:
         elif isinstance(value, list):
             # Why only containers and text: a prompt of token ids is a long list of integers.
             stack.extend((path + (str(i),), item) for i, item in enumerate(value)
-                         if isinstance(item, (str, list, dict)))
+                         if isinstance(item, (str, list, dict, LongInteger)))
 
 
 def _check_unicode(text: str, where: str, param: str | None) -> None:

@@ -169,3 +169,35 @@ def test_text_that_cannot_fit_is_refused_before_it_is_tokenized(chat_server, mon
     assert calls == []  # neither reached the tokenizer
     status, reply = raw(chat_server, "POST", "/v1/completions", {"model": "tiny", "prompt": "a" * most})
     assert status == 400 and calls == [most]  # at the bound it is tokenized (and then too long in tokens)
+
+
+def _with_literal(template: bytes, digits: int) -> bytes:
+    return template.replace(b"N", b"9" * digits)
+
+
+@pytest.mark.parametrize("path, payload, param", [
+    ("/v1/completions", b'{"model": "tiny", "prompt": [1], "max_tokens": N}', "max_tokens"),
+    ("/v1/completions", b'{"model": "tiny", "prompt": [1, 2, N], "max_tokens": 1}', "prompt.2"),
+    ("/v1/completions", b'{"model": "tiny", "prompt": [1], "seed": -N}', "seed"),
+    ("/v1/completions", b'{"model": "tiny", "prompt": [1], "stream_options": {"include_usage": N}}',
+     "stream_options.include_usage"),
+    ("/v1/chat/completions", b'{"model": "tiny", "messages": [{"role": "user", "content": "x"}], "max_tokens": N}',
+     "max_tokens"),
+], ids=["max_tokens", "a-token-id", "negative-seed", "nested", "chat"])
+def test_an_integer_past_pythons_digit_limit_is_a_400_naming_the_field(server, path, payload, param):
+    # Before: a 500, int() raising ValueError (more than 4,300 digits) out of the JSON parser.
+    status, reply = raw(server, "POST", path, _with_literal(payload, 5000))
+    assert status == 400, reply
+    assert reply["error"]["param"] == param and reply["error"]["type"] == "invalid_request_error", reply
+    assert reply["error"]["message"] == (f"{param} is an integer of 5000 digits: the number is too large "
+                                         "(at most 4300 digits are read)")
+    assert server.loop.call(lambda e: len(e.scheduler.requests)) == 0
+    assert metrics(server).get('flightcheck_http_errors_total{status="500"}', 0) == 0
+    assert raw(server, "POST", "/v1/completions", OK)[0] == 200
+
+
+def test_an_integer_at_pythons_digit_limit_reaches_the_fields_own_check(server):
+    status, reply = raw(server, "POST", "/v1/completions",
+                        _with_literal(b'{"model": "tiny", "prompt": [1], "max_tokens": N}', 4300))
+    assert status == 400 and reply["error"]["param"] == "max_tokens", reply
+    assert "leave room for" in reply["error"]["message"]  # parsed as the integer it is, then refused by value
