@@ -25,11 +25,12 @@ from typing import Any
 from flightcheck.checks.conform.explain import explain_guard, violated
 from flightcheck.checks.explore.counterexample import Counterexample, Step
 from flightcheck.checks.explore.steps import step_changes
+from flightcheck.checks.inputs import shown
 from flightcheck.checks.interactive.design import BadQuery, Design
 from flightcheck.checks.report.sequence import diagram_of
 from flightcheck.checks.report.svg_sequence import to_svg
 from flightcheck.spec.actions import parse_action
-from flightcheck.spec.properties import get_property, properties_for
+from flightcheck.spec.properties import properties_for
 
 #: The most actions a path in a URL may hold (each is replayed on every request).
 MAX_STEPS = 400
@@ -81,13 +82,17 @@ def state_view(design: Design, actions: list[str], at: int | None = None, *, mar
     """Everything the page shows of the state after the first ``at`` actions of the path (all by default).
 
     ``mark`` is the step of a loaded counterexample where ``property`` breaks; it is drawn on the path and
-    in the sequence diagram.
+    in the sequence diagram. A ``property`` that is not one of the design's is a :class:`BadQuery` listing them.
     """
     spec = design.spec
     steps = replay(design, actions)
     at = len(steps) if at is None else at
     if not 0 <= at <= len(steps):
         raise BadQuery(f"at must be between 0 and the path's {len(steps)} step(s); got {at}")
+    known = {p.name: p for p in properties_for(spec)}
+    if property is not None and property not in known:
+        raise BadQuery(f"property {shown(property)} is not a property of {design.title()}; it has "
+                       f"{', '.join(known)}")
     states = [spec.initial()] + [s.state for s in steps]
     state, before = states[at], states[at - 1] if at else None
     described = spec.describe(state)
@@ -109,7 +114,7 @@ def state_view(design: Design, actions: list[str], at: int | None = None, *, mar
              "breaks": [p for p in violated(spec, s.state) if p not in violated(spec, states[n - 1])]}
             for n, s in enumerate(steps, 1)]
     # The diagram names the broken property on the step a loaded counterexample marks, when it is shown.
-    failing = get_property(property) if property is not None and mark == at else None
+    failing = known[property] if property is not None and mark == at else None
     diagram = diagram_of(spec, Counterexample(steps[:at]), property=failing and failing.name,
                          story=failing.story if failing else "", kind=failing.kind if failing else "always",
                          title=design.title()) if at else None

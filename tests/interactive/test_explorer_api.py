@@ -181,3 +181,20 @@ def test_bad_uploads_are_refused_with_the_line_and_field(server):
 def test_a_design_is_built_once_per_url():
     a, b = design_from_query({"scenario": "burst2"}, {}), design_from_query({}, {})
     assert a == b and a.spec is b.spec and isinstance(a, Design) and a.scenario == SCENARIOS["burst2"]
+
+
+@pytest.mark.parametrize("mark", ["6", "3"], ids=["at-the-mark", "elsewhere"])
+def test_an_unknown_property_is_a_400_listing_the_designs_properties(server, mark):
+    from flightcheck.spec.properties import properties_for
+
+    known = [p.name for p in properties_for(design_from_query({"variant": "early-release"}, {}).spec)]
+    query = {"variant": "early-release", "path": ",".join(EARLY), "at": "6", "mark": mark, "property": "no_such_thing"}
+    # Before: a plain-text 500 at the marked step (get_property's ValueError), and no error elsewhere.
+    code, body = get(server, "/api/state", **query)
+    assert code == 400, body
+    assert body["error"] == f"property 'no_such_thing' is not a property of {design_from_query(query, {}).title()}; " \
+                            f"it has {', '.join(known)}"
+    code, body = get(server, "/api/counterexample", variant="early-release", property="no_such_thing")
+    assert code == 400 and body["error"].startswith("property 'no_such_thing' does not apply to") and known[0] in body["error"]
+    code, body = get(server, "/api/state", **{**query, "property": "release_after_publication"})
+    assert code == 200 and body["property"] == "release_after_publication"  # a known one is drawn as before
