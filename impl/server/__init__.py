@@ -35,9 +35,26 @@ from flightcheck.impl.server.loop import EngineLoop, ServerError
 from flightcheck.impl.server.metrics import ServerMetrics
 from flightcheck.impl.server.protocol import with_header_deadline
 
-__all__ = ["API_KEY_ENV", "Limits", "Server", "ServerError", "model_id_of"]
+__all__ = ["API_KEY_ENV", "Limits", "Server", "ServerError", "api_key_of", "model_id_of"]
 
 API_KEY_ENV = "FLIGHTCHECK_API_KEY"
+
+
+def api_key_of(api_key: object, name: str = "api_key") -> str | None:
+    """The key the server requires: ``api_key`` (the source called ``name``), else ``$FLIGHTCHECK_API_KEY``,
+    else None (no key). An empty key from either source is a ValueError naming that source."""
+    # Why an error and not "no key": `FLIGHTCHECK_API_KEY= flightcheck serve` (a key meant, its value
+    # lost) would otherwise serve every /v1 route to anyone, while `--api-key ''` was refused.
+    if api_key is None:
+        from_env = os.environ.get(API_KEY_ENV)
+        if from_env == "":
+            raise ValueError(f"{API_KEY_ENV} is set but empty: unset it to serve without a key, or set it to the key")
+        return from_env
+    if not isinstance(api_key, str):
+        raise ValueError(f"{name} must be a non-empty string or None, got {type(api_key).__name__}")
+    if not api_key:
+        raise ValueError(f"{name} must not be empty (leave it out to serve without a key)")
+    return api_key
 
 
 def model_id_of(engine: Engine) -> str:
@@ -65,7 +82,8 @@ class Server:
 
     ``history``: finished requests whose records are kept (None: all, as the online monitor needs).
     ``api_key``: when set, every ``/v1/*`` route needs ``Authorization: Bearer <api_key>`` (else a 401);
-    None reads ``FLIGHTCHECK_API_KEY`` from the environment, and without either no key is needed.
+    None reads ``FLIGHTCHECK_API_KEY`` from the environment, and without either no key is needed; an empty
+    key from either is a ValueError (:func:`api_key_of`).
     ``start()`` serves on background threads (tests, embedding); ``serve_forever()`` in the foreground
     until SIGINT/SIGTERM. Binding happens here, so a busy port raises ``OSError`` at once.
     """
@@ -73,11 +91,7 @@ class Server:
     def __init__(self, engine: Engine, host: str = "127.0.0.1", port: int = 8000, *, limits: Limits | None = None,
                  history: int | None = 256, model_id: str | None = None, log_level: str = "warning",
                  api_key: str | None = None) -> None:
-        if api_key is None:
-            api_key = os.environ.get(API_KEY_ENV) or None
-        if api_key is not None and (not isinstance(api_key, str) or not api_key):
-            raise ValueError(f"api_key must be a non-empty string or None, got {api_key!r}")
-        self.api_key = api_key
+        self.api_key = api_key = api_key_of(api_key)
         self.engine = engine
         self.limits = limits or Limits()
         self.model_id = model_id or model_id_of(engine)

@@ -19,7 +19,7 @@ from typing import Optional
 
 from flightcheck.impl.config import EngineConfig
 from flightcheck.impl.engine import Engine
-from flightcheck.impl.server import Limits, Server
+from flightcheck.impl.server import Limits, Server, api_key_of
 
 MODELS = ("smollm2", "tiny")
 
@@ -36,8 +36,10 @@ def check_options(model: str, port: int, history: int, event_history: int, api_k
         raise LaunchError(f"--port must be in 0..65535, got {port}")
     if history < 0 or event_history < 0:
         raise LaunchError(f"--history and --event-history must be >= 0, got {history} and {event_history}")
-    if api_key is not None and not api_key:
-        raise LaunchError("--api-key must not be empty (leave it out to serve without a key)")
+    try:
+        api_key_of(api_key, "--api-key")  # an empty key, given or from $FLIGHTCHECK_API_KEY, is refused now
+    except ValueError as error:
+        raise LaunchError(str(error)) from None
 
 
 def load_engine(model: str, config: EngineConfig, events: Optional[str], history: Optional[int]) -> Engine:

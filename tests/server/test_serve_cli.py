@@ -181,3 +181,20 @@ def test_only_the_moment_before_allocating_counts_the_address_space(monkeypatch)
     with pytest.raises(InvalidConfigError, match=r"num_pages is 65: .* of address space .* the limit is 64 pages"):
         Engine.tiny(config)
     Engine.tiny(EngineConfig(num_pages=64)).close()
+
+
+@pytest.mark.parametrize("env, args, message", [
+    ({"FLIGHTCHECK_API_KEY": ""}, [], "error: FLIGHTCHECK_API_KEY is set but empty: unset it to serve without a key, "
+                                      "or set it to the key"),
+    ({}, ["--api-key", ""], "error: --api-key must not be empty (leave it out to serve without a key)"),
+    ({"FLIGHTCHECK_API_KEY": ""}, ["--api-key", ""], "error: --api-key must not be empty"),  # the option is read first
+], ids=["environment", "option", "both"])
+def test_an_empty_api_key_from_either_source_is_exit_2_naming_it(env, args, message):
+    import os
+
+    # Before: FLIGHTCHECK_API_KEY= served with no key while --api-key '' exited 2.
+    proc = subprocess.run(CLI + ["--model", "tiny", "--port", "0", *args], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **env})
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert re.sub(r"\s+", " ", proc.stderr).strip().startswith(message) and proc.stderr.count("error:") == 1, proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -59,5 +59,27 @@ def test_the_key_is_read_from_the_environment_when_not_given(model, monkeypatch)
     finally:
         server.close()
     monkeypatch.delenv("FLIGHTCHECK_API_KEY")
-    with pytest.raises(ValueError, match="api_key must be a non-empty string"):
+    with pytest.raises(ValueError, match=r"^api_key must not be empty \(leave it out to serve without a key\)$"):
         Server(tiny_engine(model, num_pages=64), port=0, api_key="")
+    with pytest.raises(ValueError, match="api_key must be a non-empty string or None, got int"):
+        Server(tiny_engine(model, num_pages=64), port=0, api_key=5)
+
+
+def test_an_empty_key_in_the_environment_is_refused_naming_it_as_an_empty_option_is(model, monkeypatch):
+    # Before: FLIGHTCHECK_API_KEY= served every /v1 route with no key at all, while api_key="" was refused.
+    monkeypatch.setenv("FLIGHTCHECK_API_KEY", "")
+    with pytest.raises(ValueError, match=r"^FLIGHTCHECK_API_KEY is set but empty: unset it to serve without a key"):
+        Server(tiny_engine(model, num_pages=64), port=0)
+    with pytest.raises(ValueError, match=r"^api_key must not be empty"):  # the argument, given, is the source named
+        Server(tiny_engine(model, num_pages=64), port=0, api_key="")
+    server = Server(tiny_engine(model, num_pages=64), port=0, api_key=KEY).start()  # a key given wins over it
+    try:
+        assert raw(server, "GET", "/v1/models")[0] == 401
+    finally:
+        server.close()
+    monkeypatch.delenv("FLIGHTCHECK_API_KEY")
+    server = Server(tiny_engine(model, num_pages=64), port=0).start()  # unset: no key, as documented
+    try:
+        assert server.api_key is None and raw(server, "GET", "/v1/models")[0] == 200
+    finally:
+        server.close()
