@@ -14,12 +14,18 @@ one inductive invariant, so each of its members holds in every reachable state o
 query runs under the signature's axioms and a timeout (30 s by default); a timeout is ``unknown``,
 never ``proved``.
 
+Non-vacuity (:mod:`flightcheck.checks.unbounded.vacuity`): before anything else the axioms must be
+satisfiable together (if not, every verdict is ``vacuous`` and the unsat core names the axioms), and
+the initial state must satisfy them with the invariant; each action needs a small state of the
+invariant enabling it (read off its round-1 query), and each proved property with an antecedent a
+state of the invariant meeting it (a property whose antecedent none meets is ``vacuous``).
+
 For example::
 
     >>> from flightcheck.checks.unbounded.config import Config
     >>> r = prove_config(Config(coordination="none"))
-    >>> r.verdict("known_once").status
-    'proved'
+    >>> r.verdict("known_once").status, r.vacuity_failures
+    ('proved', [])
 """
 
 from __future__ import annotations
@@ -33,62 +39,21 @@ from flightcheck.checks.unbounded.config import Config
 from flightcheck.checks.unbounded.extract import concretize
 from flightcheck.checks.unbounded.invariants import Invariant, lemmas_for, properties_for
 from flightcheck.checks.unbounded.render import describe
-from flightcheck.checks.unbounded.result import ConfigReport, Cti, Verdict
-from flightcheck.checks.unbounded.signature import SORTS, Symbolic
+from flightcheck.checks.unbounded.result import ConfigReport, Cti, NonVacuity, Verdict
+from flightcheck.checks.unbounded.signature import Symbolic
+from flightcheck.checks.unbounded.solving import as_bool as _as_bool
+from flightcheck.checks.unbounded.solving import small_model as _small_model
+from flightcheck.checks.unbounded.solving import smallest as _smallest
+from flightcheck.checks.unbounded.solving import solver as _solver
 from flightcheck.checks.unbounded.state import initial_state, symbolic_state
+from flightcheck.checks.unbounded.vacuity import (
+    action_query, action_witness, antecedent_witnesses, check_axioms, check_initial, enabling_model, initial_seen,
+    structure_sizes,
+)
 from flightcheck.checks.unbounded.variants import build_model
 
 TIMEOUT_MS = 30_000
-VACUITY_MS = 500
 QUICK_MS = 2_000
-
-
-def _solver(timeout_ms: int) -> z3.Solver:
-    s = z3.Solver()
-    s.set("timeout", timeout_ms)
-    return s
-
-
-def _at_most(sig: Symbolic, sort: str, n: int) -> Any:
-    """Domain closure: ``sort`` has at most ``n`` elements (every element is one of ``n`` constants)."""
-    elems = [z3.Const(f"bound_{sort}{j}", sig.sorts[sort]) for j in range(n)]
-    x = z3.Const(f"bound_{sort}_x", sig.sorts[sort])
-    return z3.ForAll([x], z3.Or(*[x == e for e in elems]))
-
-
-def _smallest(solver: z3.Solver, sig: Symbolic, assumptions: Sequence[Any], most: int = 6) -> z3.ModelRef:
-    """A model of the (satisfiable) query with as few requests, then pages, then classes as z3 finds:
-    each sort's universe is bounded by 1, 2, ... elements (an added domain closure) until one is sat."""
-    model = solver.model()
-    kept = 0
-    for sort in ("R", "P", "C"):
-        for n in range(1, most + 1):
-            solver.push()
-            solver.add(_at_most(sig, sort, n))
-            if solver.check(*assumptions) == z3.sat:
-                model = solver.model()
-                kept += 1  # keep this bound while the next sorts are bounded
-                break
-            solver.pop()
-    for _ in range(kept):
-        solver.pop()
-    return model
-
-
-def _small_model(solver: z3.Solver, sig: Symbolic, assumptions: Sequence[Any],
-                 sizes: Sequence[int] = (1, 2, 3)) -> Any:
-    """A model of the query with at most ``size`` elements of every sort, for the first of ``sizes`` that
-    has one, or None (found fast: finite domains leave the quantifier instantiation nothing to search).
-    The solver is left as it was."""
-    for size in sizes:
-        solver.push()
-        solver.add(*[_at_most(sig, sort, size) for sort in SORTS])
-        found = solver.check(*assumptions) == z3.sat
-        model = solver.model() if found else None
-        solver.pop()
-        if found:
-            return model
-    return None
 
 
 def _check(solver: z3.Solver, sig: Symbolic, assumptions: Sequence[Any], timeout_ms: int) -> tuple[Any, Any]:
@@ -107,10 +72,6 @@ def _check(solver: z3.Solver, sig: Symbolic, assumptions: Sequence[Any], timeout
     return solver.check(*assumptions), None
 
 
-def _sizes(fin: Any) -> dict[str, int]:
-    return {"request": len(fin.domain["R"]), "class": len(fin.domain["C"]), "page": len(fin.domain["P"])}
-
-
 def _cti(variant: str, config: Config, inv: Invariant, action: str, sig: Symbolic, pre: Any, model: z3.ModelRef,
          arg_sort: str | None, arg: Any, assumed: Sequence[Invariant]) -> Cti:
     """z3's model as a finite structure, replayed through the model's finite reading."""
@@ -118,13 +79,13 @@ def _cti(variant: str, config: Config, inv: Invariant, action: str, sig: Symboli
     m = build_model(variant, fin, config)
     before = describe(fin, state)
     if action == "initial":
-        return Cti(inv.name, "initial", before, before, _sizes(fin), not inv.holds(m, state))
+        return Cti(inv.name, "initial", before, before, structure_sizes(fin), not inv.holds(m, state))
     label = f"{action}(r{idx})" if arg_sort == "R" else action if arg_sort is None else \
         f"{action}({describe(fin, state)['pages'][idx]['page']})"
     post = m.apply(state, action, idx)
     confirmed = bool(m.guard(state, action, idx)) and all(a.holds(m, state) for a in assumed) \
         and not inv.holds(m, post)
-    return Cti(inv.name, label, before, describe(fin, post), _sizes(fin), confirmed)
+    return Cti(inv.name, label, before, describe(fin, post), structure_sizes(fin), confirmed)
 
 
 def prove_config(config: Config, variant: str = "correct", *, timeout_ms: int = TIMEOUT_MS) -> ConfigReport:
@@ -133,7 +94,14 @@ def prove_config(config: Config, variant: str = "correct", *, timeout_ms: int = 
     sig = Symbolic(trees=config.trees, prefix=config.prefix_flights)
     model = build_model(variant, sig, config)
     cands: list[Invariant] = properties_for(config) + lemmas_for(config)
-    axioms = sig.axioms()
+    named = sig.named_axioms()
+    axioms = [f for _n, f in named]
+    nv = NonVacuity()
+    nv.axioms, nv.core = check_axioms(sig, named, timeout_ms)
+    if nv.axioms == "unsatisfiable":  # every query would be unsat: nothing is proved
+        why = f"the axioms are unsatisfiable together: {', '.join(nv.core)}"
+        return ConfigReport(config, variant, [Verdict(c.name, c.kind, "vacuous", 0.0, reason=why) for c in cands],
+                            time.perf_counter() - start, 1, 0, nv)
     seconds = {c.name: 0.0 for c in cands}
     support: dict[str, set[str]] = {c.name: set() for c in cands}
     failed: dict[str, Verdict] = {}
@@ -154,14 +122,19 @@ def prove_config(config: Config, variant: str = "correct", *, timeout_ms: int = 
         elif r == z3.unknown:
             failed[c.name] = Verdict(c.name, c.kind, "unknown", 0.0, reason=f"timeout in initiation ({solver.reason_unknown()})")
 
+    queries += 1  # the axioms' check
+
     # Consecution, Houdini style. A (candidate, action) query whose unsat core avoids every candidate
     # dropped since is still a proof, so a round re-asks only the queries that leaned on a dropped one.
     rounds = 0
-    vacuous: list[str] = []  # actions never enabled in a state satisfying every candidate (a warning sign)
+    first_alive = 0
+    witnesses = {}  # per action, a state of the invariant enabling it (asked on the round-1 query)
+    asked = {}  # per action, the round-1 query's small model: (status, model, reason), pre, arg, candidates
     cores: dict[tuple[str, str], set[str]] = {}
     while True:
         rounds += 1
         alive = [c for c in cands if c.name not in failed]
+        first_alive = first_alive or len(alive)
         pre = symbolic_state(sig, str(rounds))
         lits = {c.name: z3.Bool(f"assume:{c.name}") for c in alive}
         dropped = False
@@ -175,15 +148,9 @@ def prove_config(config: Config, variant: str = "correct", *, timeout_ms: int = 
             solver.add(*axioms, _as_bool(model.guard(pre, name, arg)), *model.definitions(pre, arg))
             for c in alive:
                 solver.add(z3.Implies(lits[c.name], _as_bool(c.holds(model, pre))))
-            if rounds == 1:
-                # Whether the action is ever enabled under the candidates: a diagnostic, so a short timeout
-                # (a satisfiable query over every axiom can be slow to find its model; unknown says nothing).
+            if rounds == 1:  # a small state of every candidate enabling the action: it can fire
                 queries += 1
-                if _small_model(solver, sig, list(lits.values()), sizes=(3,)) is None:
-                    solver.set("timeout", min(timeout_ms, VACUITY_MS))
-                    if solver.check(*lits.values()) == z3.unsat:
-                        vacuous.append(name)
-                    solver.set("timeout", timeout_ms)
+                asked[name] = (enabling_model(solver, sig, list(lits.values()), timeout_ms), pre, arg, alive)
             for c in todo:
                 if c.name in failed:
                     continue
@@ -207,8 +174,29 @@ def prove_config(config: Config, variant: str = "correct", *, timeout_ms: int = 
                 solver.pop()
         if not dropped:
             break
-    for (cname, _action), core in cores.items():
-        support[cname] |= core
+    for (cname, _action), used in cores.items():
+        support[cname] |= used
+
+    # Non-vacuity under the final invariant: an action without a witness in round 1 is asked again when
+    # Houdini dropped a candidate since; each proved property's antecedent needs a state meeting it.
+    proved = [c for c in cands if c.name not in failed]
+    # The initial state with the axioms and the final invariant (each member held there by initiation).
+    nv.initial_status, nv.initial, nv.core = check_initial(sig, named, model, proved, timeout_ms)
+    queries += 1
+    seen = []  # the witnesses' finite states the finite reading confirmed (the antecedents are tried there first)
+    for name, sort in model.actions:
+        (status, found, reason), pre, arg, assumed = asked[name]
+        if found is None and len(proved) < first_alive:
+            s, pre, arg = action_query(sig, model, axioms, name, sort, proved, f"witness_{name}", timeout_ms)
+            (status, found, reason), assumed = enabling_model(s, sig, [], timeout_ms), proved
+            queries += 1
+        witnesses[name], finite = action_witness(sig, model, name, sort, pre, arg, (status, found, reason), assumed)
+        seen += [finite] if finite is not None else []
+    nv.actions = [witnesses[name] for name, _sort in model.actions]
+    seen += initial_seen(model, proved)
+    nv.antecedents, met_by_query = antecedent_witnesses(sig, model, axioms, proved, timeout_ms, seen)
+    queries += met_by_query
+    unmet = {w.subject: w.instance for w in nv.antecedents if w.status == "vacuous"}
 
     verdicts = []
     for c in cands:
@@ -217,9 +205,10 @@ def prove_config(config: Config, variant: str = "correct", *, timeout_ms: int = 
             v.seconds = seconds[c.name]
             verdicts.append(v)
         else:
-            verdicts.append(Verdict(c.name, c.kind, "proved", seconds[c.name], tuple(sorted(support[c.name]))))
-    return ConfigReport(config, variant, verdicts, time.perf_counter() - start, queries, rounds, vacuous)
+            verdicts.append(Verdict(c.name, c.kind, "vacuous" if c.name in unmet else "proved", seconds[c.name],
+                                    tuple(sorted(support[c.name])),
+                                    reason=f"its antecedent, {unmet[c.name]}, holds in no state of the invariant"
+                                    if c.name in unmet else ""))
+    return ConfigReport(config, variant, verdicts, time.perf_counter() - start, queries, rounds, nv)
 
 
-def _as_bool(x: Any) -> Any:
-    return x if isinstance(x, z3.ExprRef) else z3.BoolVal(bool(x))

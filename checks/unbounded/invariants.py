@@ -4,7 +4,8 @@ Each :class:`Invariant` is a predicate over a :class:`~flightcheck.checks.unboun
 a state, named after the property of :mod:`flightcheck.spec.properties` or the lemma of
 :mod:`flightcheck.spec.lemmas` it restates (a lemma new here says so in its story). The properties'
 quantifier prefix is universal, except ``blocked_in_open_flight`` and ``live_is_known`` (``forall j.
-exists f``: a request to its flight) and ``quiescent_clean`` (its antecedent negates every engine guard).
+exists f``: a request to its flight) and ``quiescent_clean`` (its antecedent negates every engine guard). A
+property that is an implication carries its :class:`Antecedent`, which a proof must show satisfiable.
 
 :data:`NOT_MODELLED` lists the safety properties the relational model does not prove, with the reason:
 each needs an exact cardinality, or a part of the design the model leaves out.
@@ -30,6 +31,17 @@ Check = Callable[[Any, Any], Any]
 
 
 @dataclass(frozen=True)
+class Antecedent:
+    """The left side of a property that is an implication, existentially closed (``some follower of an open
+    flight``), with the configurations that can meet it: a proof of the property where no state of the
+    invariant meets it is vacuous (:mod:`flightcheck.checks.unbounded.vacuity`)."""
+
+    text: str
+    check: Check
+    applies: Callable[[Config], bool] = lambda c: True
+
+
+@dataclass(frozen=True)
 class Invariant:
     """A named predicate over a relational state: a property or a lemma, and the configs it applies to."""
 
@@ -38,14 +50,15 @@ class Invariant:
     story: str
     check: Check
     applies: Callable[[Config], bool] = lambda c: True
+    antecedent: Antecedent | None = None
 
     def holds(self, model: Any, s: Any) -> Any:
         """The predicate on ``s`` (a bool on a finite state, a z3 formula on a symbolic one)."""
         return self.check(model, s)
 
 
-def _prop(story: str, applies: Callable[[Config], bool] = lambda c: True):
-    return lambda fn: Invariant(fn.__name__, "property", story, fn, applies)
+def _prop(story: str, applies: Callable[[Config], bool] = lambda c: True, antecedent: Antecedent | None = None):
+    return lambda fn: Invariant(fn.__name__, "property", story, fn, applies, antecedent)
 
 
 def _lemma(story: str, applies: Callable[[Config], bool] = lambda c: True):
@@ -73,8 +86,14 @@ def _all(m: Any, sort: str, fn: Callable[..., Any], arity: int = 1) -> Any:
     return m.sig.forall(sort, lambda a: _all(m, sort, lambda *rest: fn(a, *rest), arity - 1))
 
 
+def _some(m: Any, sort: str, fn: Callable[[Any, Any], Any]) -> Any:
+    """``exists`` over two variables of one sort."""
+    return m.sig.exists(sort, lambda a: m.sig.exists(sort, lambda b: fn(a, b)))
+
+
 # ---------------------------------------------------------------------------------------- properties
-@_prop("At most one active flight per input, and the index names exactly the open flights.")
+@_prop("At most one active flight per input, and the index names exactly the open flights.", antecedent=Antecedent(
+    "a flight is open", lambda m, s: m.sig.exists("R", lambda f: s.fl(f)), _sf))
 def one_flight_per_input(m: Any, s: Any) -> Any:
     sig = m.sig
     return And(
@@ -84,7 +103,8 @@ def one_flight_per_input(m: Any, s: Any) -> Any:
     )
 
 
-@_prop("A follower of an open flight is blocked: it never runs before its flight is released.")
+@_prop("A follower of an open flight is blocked: it never runs before its flight is released.", antecedent=Antecedent(
+    "a follower of an open flight", lambda m, s: _some(m, "R", lambda i, f: And(i != f, s.mem(i, f), s.fl(f))), _sf))
 def follower_waits_for_release(m: Any, s: Any) -> Any:
     return _all(m, "R", lambda i, f: Implies(And(i != f, s.mem(i, f), s.fl(f)), s.ph(i) == BLOCKED), 2)
 
@@ -100,7 +120,9 @@ def visible_after_compute(m: Any, s: Any) -> Any:
     return m.sig.forall("P", lambda k: s.pg(k) != RESERVED)
 
 
-@_prop("Every page a request references (hit, published or pinned) is still cached.")
+@_prop("Every page a request references (hit, published or pinned) is still cached.", antecedent=Antecedent(
+    "a request references a page", lambda m, s: m.sig.exists("R", lambda i: m.sig.exists(
+        "P", lambda k: And(m.holds_pages(s, i), s.hold(i, k)))), lambda c: c.prefix_caching))
 def in_use_never_evicted(m: Any, s: Any) -> Any:
     return m.sig.forall("R", lambda i: m.sig.forall(
         "P", lambda k: Implies(And(m.holds_pages(s, i), s.hold(i, k)), s.pg(k) != NOT_CACHED)))
@@ -133,7 +155,8 @@ def is_quiescent(m: Any, s: Any) -> Any:
     return And(idle, *steps)
 
 
-@_prop("At quiescence (no live request, no step pending) no flight, index entry, released ID or page reference remains.")
+@_prop("At quiescence (no live request, no step pending) no flight, index entry, released ID or page reference remains.",
+       antecedent=Antecedent("quiescence (no live request, no engine step enabled)", lambda m, s: is_quiescent(m, s)))
 def quiescent_clean(m: Any, s: Any) -> Any:
     sig = m.sig
     clean = And(
@@ -146,7 +169,8 @@ def quiescent_clean(m: Any, s: Any) -> Any:
 
 
 @_prop("A blocked request follows an open flight (or, prefix coordination, waits via one): promotion or release "
-       "never loses a follower.", _sf)
+       "never loses a follower.", _sf,
+       Antecedent("a blocked request", lambda m, s: m.sig.exists("R", lambda j: s.ph(j) == BLOCKED)))
 def blocked_in_open_flight(m: Any, s: Any) -> Any:
     return m.sig.forall("R", lambda j: Implies(
         s.ph(j) == BLOCKED, m.sig.exists("R", lambda f: And(f != j, Or(s.mem(j, f), s.via(j, f)), s.fl(f)))))
@@ -154,7 +178,8 @@ def blocked_in_open_flight(m: Any, s: Any) -> Any:
 
 @_prop("Under prefix coordination, a request waits via another flight only while it leads its own open flight, is "
        "blocked (or, lost, hands its wait on in the same call), and the flight it waits via is open and its prompt "
-       "shares at least min_shared_pages pages with the request's.", lambda c: c.prefix_flights)
+       "shares at least min_shared_pages pages with the request's.", lambda c: c.prefix_flights,
+       Antecedent("a request waits via a flight", lambda m, s: _some(m, "R", lambda j, f: s.via(j, f))))
 def waits_for_shared_pages(m: Any, s: Any) -> Any:
     waiting = lambda j: And(s.ph(j) == BLOCKED, s.mem(j, j), s.fl(j))  # noqa: E731
     # the correct design's reading of "shares enough", not the model's (a variant may loosen that)
@@ -169,7 +194,7 @@ def known_once(m: Any, s: Any) -> Any:
 
 
 @_prop("A follower whose wait expired is never blocked again: it is in no flight.",
-       lambda c: c.expiry and c.single_flight)
+       lambda c: c.expiry and c.single_flight, Antecedent("an expired wait", lambda m, s: m.sig.exists("R", s.exp)))
 def expired_never_blocked(m: Any, s: Any) -> Any:
     return m.sig.forall("R", lambda j: Implies(s.exp(j), And(
         s.ph(j) != BLOCKED, m.sig.forall("R", lambda g: Implies(s.mem(j, g), g == j)))))

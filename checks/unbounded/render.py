@@ -4,7 +4,8 @@
 labels read one: per request its class, phase, role in a flight (``leads f0``, ``follows f0``,
 ``released``), pages held and computed; per page its state in the cache and its references (the
 requests holding it); the index and the ghosts. :func:`format_cti` prints a CTI as text,
-:func:`format_report` a whole run as one line per property, and :func:`report_json` the same for machines.
+:func:`nonvacuity_line` a configuration's witnesses, :func:`format_report` a whole run as one line per
+property, and :func:`report_json` the same for machines.
 
 For example::
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flightcheck.checks.unbounded.result import Cti, UnboundedReport
+from flightcheck.checks.unbounded.result import ConfigReport, Cti, NonVacuity, UnboundedReport, Witness
 from flightcheck.spec.state import PAGE_NAMES, PHASE_NAMES
 
 _PLURAL = {"class": "classes"}
@@ -135,6 +136,47 @@ def cti_json(cti: Cti) -> dict[str, Any]:
             "after": cti.after, "confirmed": cti.confirmed}
 
 
+def _most(sizes: list[dict[str, int]]) -> str:
+    top = {k: max((s.get(k, 0) for s in sizes), default=0) for k in ("request", "class", "page")}
+    return ", ".join(f"{n} {k if n == 1 else _PLURAL.get(k, k + 's')}" for k, n in top.items())
+
+
+def nonvacuity_line(c: ConfigReport) -> str:
+    """One line: whether the proof under ``c`` is about something (the axioms, each action, each antecedent)."""
+    nv = c.nonvacuity
+    failures, unknown = nv.failures(), nv.unknown()
+    if nv.axioms == "unsatisfiable":
+        return f"VACUOUS: {failures[0]} (every verdict is vacuous)"
+    acts = [w for w in nv.actions if w.status == "witnessed"]
+    ants = [w for w in nv.antecedents if w.status == "witnessed"]
+    parts = [f"axioms satisfiable (initial state: {_most([nv.initial])})"
+             if nv.initial_status == "satisfiable" else f"axioms {nv.axioms}, initial state {nv.initial_status}",
+             f"{len(acts)}/{len(nv.actions)} actions witnessed enabled"
+             + (f" (states of at most {_most([w.sizes for w in acts])})" if acts else ""),
+             f"{len(ants)}/{len(nv.antecedents)} antecedents met"]
+    if unknown:
+        parts.append(f"unknown (timeout, not a failure): {', '.join(unknown)}")
+    if any(not w.confirmed for w in acts + ants):
+        parts.append("a witness the finite reading disagrees with (a bug in flightcheck)")
+    head = "VACUOUS: " + "; ".join(failures) + "; " if failures else "non-vacuous: "
+    return head + "; ".join(parts)
+
+
+def witness_json(w: Witness) -> dict[str, Any]:
+    """A witness for machines: the action instance or antecedent, the state's sizes and its rendering."""
+    return {"kind": w.kind, "subject": w.subject, "status": w.status, "instance": w.instance, "sizes": w.sizes,
+            "state": [x.strip() for x in format_state(w.state)] if w.state is not None else None,
+            "confirmed": w.confirmed, "reason": w.reason}
+
+
+def nonvacuity_json(nv: NonVacuity) -> dict[str, Any]:
+    """A configuration's non-vacuity for machines: ``ok``, the failures, the axioms and every witness."""
+    return {"ok": not nv.failures(), "failures": nv.failures(), "unknown": nv.unknown(),
+            "axioms": nv.axioms, "core": nv.core, "initial": {"status": nv.initial_status, "sizes": nv.initial},
+            "actions": [witness_json(w) for w in nv.actions],
+            "antecedents": [witness_json(w) for w in nv.antecedents]}
+
+
 def property_line(report: UnboundedReport, name: str) -> str:
     """One line for a property over every configuration."""
     rows = [(c, c.verdict(name)) for c in report.configs if name in {v.name for v in c.verdicts}]
@@ -144,6 +186,10 @@ def property_line(report: UnboundedReport, name: str) -> str:
         support = sorted({s for _c, v in rows for s in v.support})
         uses = f"; lemmas used: {', '.join(support)}" if support else "; no lemma needed"
         return f"{name}: proved for all sizes ({len(rows)} configurations, {secs:.2f} s{uses})"
+    if status == "vacuous":
+        bad = [(c, v) for c, v in rows if v.status == "vacuous"]
+        return (f"{name}: vacuous under {len(bad)} of {len(rows)} configurations, first {bad[0][0].config.label()} "
+                f"({bad[0][1].reason})")
     if status == "unknown":
         bad = [c.config.label() for c, v in rows if v.status == "unknown"]
         return f"{name}: unknown (timeout) under {', '.join(bad)}"
@@ -159,13 +205,19 @@ def format_report(report: UnboundedReport) -> str:
              f"({report.seconds:.1f} s, {report.cpu_seconds:.1f} s CPU)"]
     for c in report.configs:
         lines.append(f"  {c.config.label()}; environment: {c.config.environment()}")
+        lines.append(f"    {nonvacuity_line(c)}")
     lines.append("")
     lines += [property_line(report, n) for n in report.property_names()]
     for name, why in report.not_modelled.items():
         lines.append(f"{name}: not modelled: {why}")
-    failing_lemmas = sorted({v.name for c in report.configs for v in c.lemmas if v.status != "proved"})
+    failing_lemmas = sorted({v.name for c in report.configs for v in c.lemmas if v.status in ("cti", "unknown")})
     if failing_lemmas:
         lines.append(f"lemmas not proved (dropped from the invariant): {', '.join(failing_lemmas)}")
+    vacuous = [(c, f) for c in report.configs for f in c.vacuity_failures]
+    if vacuous:
+        lines.append(f"not a proof: vacuous under {len({id(c) for c, _f in vacuous})} of {len(report.configs)} "
+                     "configurations:")
+        lines += [f"  {c.config.label()}: {f}" for c, f in vacuous]
     shown = set()
     for c in report.configs:
         for v in c.verdicts:
@@ -182,9 +234,10 @@ def report_json(report: UnboundedReport) -> dict[str, Any]:
         "cpu_seconds": round(report.cpu_seconds, 3),
         "properties": {n: report.status(n) for n in report.property_names()},
         "not_modelled": report.not_modelled,
+        "vacuous": [{"config": c.config.label(), "failure": f} for c in report.configs for f in c.vacuity_failures],
         "configs": [{
             "config": c.config.label(), "environment": c.config.environment(), "seconds": round(c.seconds, 3),
-            "queries": c.queries, "rounds": c.rounds,
+            "queries": c.queries, "rounds": c.rounds, "nonvacuity": nonvacuity_json(c.nonvacuity),
             "verdicts": [{"name": v.name, "kind": v.kind, "status": v.status, "seconds": round(v.seconds, 4),
                           "support": list(v.support), "reason": v.reason,
                           **({"cti": cti_json(v.cti)} if v.cti is not None else {})} for v in c.verdicts],
