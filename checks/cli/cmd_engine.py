@@ -23,7 +23,7 @@ from typing import Any, Optional
 import typer
 from rich.console import Console
 
-from flightcheck.checks.cli.config_options import build_config, config_parameters, with_options
+from flightcheck.checks.cli.config_options import config_parameters, with_options
 from flightcheck.checks.errors import usage_error
 
 # Why 1024: the server holds many clients' pages at once; EngineConfig's own default (512) suits a
@@ -67,38 +67,17 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Serve the engine over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions,
         /v1/models, /health, /metrics, /info)."""
-        from flightcheck.impl.config import EngineConfig
-        from flightcheck.impl.errors import InvalidConfigError
-        from flightcheck.impl.server import Limits
-        from flightcheck.impl.server.launch import LaunchError, bind, check_options, load_engine, serve_until_stopped
+        options = dict(locals())  # every option by its parameter name, as open_server reads them
+        options.update(options.pop("policy"))
+        from flightcheck.impl.server.launch import LaunchError, open_server, serve_until_stopped
 
         err = Console(stderr=True)
-        try:
-            check_options(model, port, history, event_history, api_key)
-        except LaunchError as error:
-            raise usage_error(str(error)) from None
-        try:
-            config = build_config(EngineConfig, policy)
-            limits = Limits(max_body_bytes=max_body_bytes, body_timeout_s=body_timeout, header_timeout_s=header_timeout,
-                            keep_alive_s=keep_alive, max_connections=max_connections, shutdown_timeout_s=shutdown_timeout,
-                            default_max_tokens=default_max_tokens, max_connections_per_client=max_connections_per_client)
-        except (InvalidConfigError, ValueError) as error:
-            raise usage_error(str(error)) from None
-        try:
-            engine = load_engine(model, config, events, None if monitor else event_history)
-        except LaunchError as error:
-            raise usage_error(str(error)) from None
-        if monitor:
-            try:
-                attach_monitor(engine)
-            except ValueError as error:  # a policy the spec does not model: the monitor cannot check it
-                engine.close()
-                raise usage_error(f"--monitor: {error}") from None
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
         try:
-            server = bind(engine, host, port, limits=limits, history=None if monitor else history, api_key=api_key)
+            server = open_server(options, attach_monitor=attach_monitor)
         except LaunchError as error:
             raise usage_error(str(error)) from None
+        engine, config = server.engine, server.engine.config
         err.print(f"serving {model} as {server.model_id!r} on {server.url} ({config.coordination}, release "
                   f"{config.release}, publication {config.publication}{', monitored' if monitor else ''}"
                   f"{', API key required' if server.api_key else ''}); "

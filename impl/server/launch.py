@@ -15,13 +15,22 @@ For example::
 
 from __future__ import annotations
 
-from typing import Optional
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any, Optional
 
 from flightcheck.impl.config import EngineConfig
 from flightcheck.impl.engine import Engine
 from flightcheck.impl.server import Limits, Server, api_key_of
 
 MODELS = ("smollm2", "tiny")
+# The serve options that set a field of Limits, by the option's parameter name (``--body-timeout`` is
+# ``Limits.body_timeout_s``). Why here and not in the command: the server stage starts its servers through
+# open_server too, so an option the command forgot to pass on fails a check, not only a user.
+LIMIT_OPTIONS = {"max_body_bytes": "max_body_bytes", "body_timeout": "body_timeout_s",
+                 "header_timeout": "header_timeout_s", "keep_alive": "keep_alive_s",
+                 "max_connections": "max_connections", "max_connections_per_client": "max_connections_per_client",
+                 "shutdown_timeout": "shutdown_timeout_s", "default_max_tokens": "default_max_tokens"}
 
 
 class LaunchError(ValueError):
@@ -73,6 +82,39 @@ def bind(engine: Engine, host: str, port: int, *, limits: Limits, history: Optio
     except OSError as error:
         engine.close()
         raise LaunchError(f"cannot bind {host}:{port}: {error.strerror or error}") from None
+
+
+def open_server(options: Mapping[str, Any], *, attach_monitor: Optional[Callable[[Engine], Any]] = None,
+                load: Callable[..., Engine] = load_engine) -> Server:
+    """The server ``flightcheck serve`` runs for ``options`` (its options by parameter name: ``model``,
+    ``host``, ``port``, ``history`` and ``event_history`` required; ``events``, ``monitor``, ``api_key``,
+    the :data:`LIMIT_OPTIONS` and the fields of ``EngineConfig`` take their defaults when left out),
+    bound and not started. ``attach_monitor(engine)`` runs under ``monitor`` (the monitor lives in checks/,
+    which impl does not import); ``load(model, config, events, event_history)`` makes the engine. A
+    :class:`LaunchError` names the first option that cannot be served, in the order the command checks them.
+    """
+    check_options(options["model"], options["port"], options["history"], options["event_history"],
+                  options.get("api_key"))
+    fields = {f.name for f in dataclasses.fields(EngineConfig)}
+    try:
+        config = EngineConfig(**{k: v for k, v in options.items() if k in fields})
+        limits = Limits(**{field: options[name] for name, field in LIMIT_OPTIONS.items() if name in options})
+    except ValueError as error:  # InvalidConfigError is one; Limits raises ValueError itself
+        raise LaunchError(str(error)) from None
+    monitor = bool(options.get("monitor"))
+    # Why every record under the monitor: it checks each event against the request's whole history.
+    engine = load(options["model"], config, options.get("events"), None if monitor else options["event_history"])
+    if monitor:
+        if attach_monitor is None:
+            engine.close()
+            raise LaunchError("--monitor: no monitor was given to attach")
+        try:
+            attach_monitor(engine)
+        except ValueError as error:  # a policy the spec does not model: the monitor cannot check it
+            engine.close()
+            raise LaunchError(f"--monitor: {error}") from None
+    return bind(engine, options["host"], options["port"], limits=limits,
+                history=None if monitor else options["history"], api_key=options.get("api_key"))
 
 
 def serve_until_stopped(server: Server) -> None:

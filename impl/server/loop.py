@@ -216,6 +216,13 @@ class EngineLoop:
         """Whether a command (an arrival, an abort, a call) waits for the engine thread."""
         return not self._commands.empty()
 
+    @property
+    def num_commands(self) -> int:
+        """How many commands wait for the engine thread (approximately, as ``queue.Queue.qsize``)."""
+        # Why: the server stage's option probes hold the engine thread until a burst's arrivals have all
+        # queued, so that they meet in one drain, as identical requests arriving together do.
+        return self._commands.qsize()
+
     def drain(self) -> bool:
         """Executes every queued command on the calling thread (the engine's); returns whether one of
         them stopped the loop (the shutdown)."""
