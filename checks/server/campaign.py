@@ -2,7 +2,8 @@
 
 :func:`server_stage` runs the controlled scheduler's seeded schedules (:mod:`.interleave`), a row
 each, then :data:`QUICK_PROGRAMS` seeded programs under ``--quick`` and :data:`FULL_PROGRAMS`
-otherwise, a row per program. A failing program is shrunk (clients dropped one at
+otherwise, a row per program, then a row per ``flightcheck serve`` option and value that changes what
+the server does (:mod:`.options`; every one, under ``--quick`` too). A failing program is shrunk (clients dropped one at
 a time while the same property still fails, within ``ctx.shrink_seconds``, at most
 :data:`MAX_SHRINK_S`), saved as JSON under ``ctx.save_dir``, and named in the row with the property,
 the client and what it saw; :func:`replay` runs a saved program again::
@@ -98,20 +99,25 @@ def _row(outcome: Outcome, item: str, seconds: float, saved: Path | None) -> Any
     return Row("server", item, False, detail, seconds, evidence)
 
 
-def server_stage(ctx: Any, seeds: list[int] | None = None, schedules: list[int] | None = None) -> list[Any]:
+def server_stage(ctx: Any, seeds: list[int] | None = None, schedules: list[int] | None = None,
+                 options: list[str] | None = None) -> list[Any]:
     """The ``server`` stage: a row per seeded schedule under the controlled scheduler (:mod:`.interleave`),
-    then a row per seeded program run against the real server on its sockets. ``seeds`` and
-    ``schedules`` pick them; with neither given, the defaults of ``ctx.quick`` for both; with only
-    ``seeds``, no schedules. With ``ctx.first_failure`` it stops at the first failing row.
+    then a row per seeded program run against the real server on its sockets, then a row per
+    ``flightcheck serve`` option (and value) that changes what the server does (:mod:`.options`, all of
+    them under ``--quick`` too). ``seeds``, ``schedules`` and ``options`` (serve options by parameter
+    name) pick them; with none given, the defaults of ``ctx.quick`` for the first two and every option;
+    with any given, none of those not given. With ``ctx.first_failure`` it stops at the first failing row.
 
     Why the schedules first: they are deterministic and stop at the first violation they meet, so a
     planted bug (``flightcheck mutate``) is found in tenths of a second where a socket program waits
     out its grace periods."""
     from flightcheck.checks.server.interleave import interleave_rows
+    from flightcheck.checks.server.options import OPTIONS, option_rows
     from flightcheck.checks.suite.job import crashed_row
 
-    if seeds is None and schedules is None:
+    if seeds is None and schedules is None and options is None:
         seeds = list(range(QUICK_PROGRAMS if ctx.quick else FULL_PROGRAMS))
+        options = list(OPTIONS)
     elif schedules is None:
         schedules = []
     rows = []
@@ -136,7 +142,9 @@ def server_stage(ctx: Any, seeds: list[int] | None = None, schedules: list[int] 
         except Exception as error:  # the server (a failed row) or flightcheck itself (an error row) raised
             rows.append(crashed_row("server", item, error, time.perf_counter() - t))
         if ctx.first_failure and not rows[-1].ok:
-            break
+            return rows
+    if options:
+        rows += option_rows(options, first_failure=ctx.first_failure)
     return rows
 
 
