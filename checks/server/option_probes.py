@@ -22,11 +22,13 @@ from flightcheck.checks.server.probe_server import (
 from flightcheck.checks.server.wire import connect, head, is_open, read_reply, send_chunked, wait_closed
 
 JSON = {"Content-Type": "application/json"}
+GIVE_WAY_S = 2.0  # the longest wait for an idle connection to be closed once a new one needs its place
 
 
 def deadline(server: ProbeServer, option: str) -> float:
-    """How long a probe waits for ``option``'s timeout to act: 5 s past it, and at most 60% of the default."""
-    return min(server.options[option] + 5.0, 0.6 * BASELINE[option])
+    """How long a probe waits for ``option``'s timeout to act: 3 s past it (a timer that late is not load, it
+    is another timeout), and at most 60% of the default."""
+    return min(server.options[option] + 3.0, 0.6 * BASELINE[option])
 
 
 def _early(took: float, server: ProbeServer, option: str, what: str) -> None:
@@ -145,8 +147,9 @@ def _give_way(server: ProbeServer, num_idle: int, what: str) -> str:
                 time.sleep(0.005)
         reply = server.request("GET", "/health")
         expect(reply.status == 200, f"a new request at {what}: {shown(reply)}, not 200")
-        took = wait_closed(idle[0], 3.0)
-        expect(took is not None, f"at {what} the connection idle longest is still open 3 s after a new request")
+        took = wait_closed(idle[0], GIVE_WAY_S)
+        expect(took is not None, f"at {what} the connection idle longest is still open {GIVE_WAY_S:g} s after a "
+               "new request")
         still = [i for i, sock in enumerate(idle[1:], 1) if not is_open(sock)]
         expect(not still, f"at {what} idle connections {still} were closed too, not only the longest idle")
     finally:

@@ -20,6 +20,9 @@ from flightcheck.checks.server.wire import Reply
 
 SHARED_4 = PROMPT[:64] + list(range(100, 120))  # shares PROMPT's 4 pages, then differs
 SHARED_2 = PROMPT[:32] + list(range(150, 190))  # shares PROMPT's first 2 pages only
+# A streaming leader's tokens: it must still decode while the probe sends others (a few steps later), and
+# a loaded machine may take a while to; 69 + 1900 tokens fit the tiny model's context of 2048.
+LONG = 1900
 
 
 def _body(prompt: list[int], max_tokens: int = 3, **extra: Any) -> dict[str, Any]:
@@ -106,7 +109,7 @@ def publication(server: ProbeServer) -> str:
     """While a leader decodes (its flight open until completion here), a request sharing its 4 prompt pages
     finds them in the cache ("incremental": published after its prefill), or not ("on-completion")."""
     value = server.options["publication"]
-    leader = server.stream(PROMPT, 1000)
+    leader = server.stream(PROMPT, LONG)
     try:
         with server.held(1):
             other: list[Any] = []
@@ -124,7 +127,7 @@ def publication(server: ProbeServer) -> str:
 
 def _followers_of_a_stream(server: ProbeServer, n: int) -> tuple[Any, list[Any], list[threading.Thread]]:
     """A leader streaming (its flight open until it completes) and ``n`` identical requests blocked on it."""
-    leader = server.stream(PROMPT, 1000)
+    leader = server.stream(PROMPT, LONG)
     replies: list[Any] = []
     threads = [threading.Thread(target=lambda: replies.append(server.complete(PROMPT, 2)), daemon=True)
                for _ in range(n)]
@@ -160,7 +163,7 @@ def follower_wait_bound(server: ProbeServer) -> str:
     """A follower blocked longer than the bound (in steps) expires and computes for itself while its leader
     still streams."""
     replies: list[Any] = []
-    leader = server.stream(PROMPT, 1000)
+    leader = server.stream(PROMPT, LONG)
     try:
         with server.held(1):
             sender = threading.Thread(target=lambda: replies.append(server.complete(PROMPT, 2)), daemon=True)
@@ -171,7 +174,7 @@ def follower_wait_bound(server: ProbeServer) -> str:
     finally:
         leader.close()
     expect(bool(replies) and replies[0].status == 200, f"the follower: {shown(replies[0] if replies else None)}")
-    expect(expirations == 1 and streaming >= 1, f"a follower of a leader with 1000 tokens to go: expiries "
+    expect(expirations == 1 and streaming >= 1, f"a follower of a leader with {LONG} tokens to go: expiries "
            f"{expirations:g}, the leader {'still' if streaming else 'no longer'} decoding (not 1, while it decodes)")
     return f"a follower expired after {server.options['follower_wait_bound']} steps and computed for itself"
 

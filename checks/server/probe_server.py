@@ -37,7 +37,7 @@ BASELINE: dict[str, Any] = {
 }
 EVENTS_FILE = "<a file>"   # a row's value of ``events``: a fresh file in a temporary folder
 WAIT_S = 10.0              # the longest wait for something the server owes soon (a loaded machine is slow)
-SETTLE_S = 5.0             # the longest wait for /metrics to show what the engine thread has done
+SETTLE_S = 3.0             # the longest wait for /metrics to show what the engine thread has done
 PROMPT = list(range(1, 70))  # 69 tokens: 4 shareable pages of 16 and a tail of 5
 
 
