@@ -106,6 +106,7 @@ class Scheduler(FlightLifecycle):
         self.requests: dict[int, Request] = {}
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
+        self.admit_longest_next = True  # the next admission from a deep queue offers the longest prompt first
         self.counters = Counters()
 
     # --- queries -------------------------------------------------------------------------------
@@ -158,20 +159,44 @@ class Scheduler(FlightLifecycle):
         return self.pool.lookup(request.token_ids, request.page_keys)
 
     def can_admit(self) -> Admission | None:
-        """The first waiting request (in arrival order) that fits: capacity left, and every page it may
-        need reservable; with the prefix-cache hits its admission takes (what ``admit`` needs, so the
-        lookup runs once).
+        """The first waiting request in admission order (:meth:`admission_order`) that fits: capacity
+        left, and every page it may need reservable; with the prefix-cache hits its admission takes (what
+        ``admit`` needs, so the lookup runs once).
 
         Why not only the head of the queue: a released follower's pins hold cached pages that another
         waiting request may need to evict, while the follower itself fits; admitting strictly in order
         would leave both waiting forever (the conformance campaign found that deadlock)."""
         if self.num_running >= self.config.max_running:
             return None
-        for request in self.waiting:
+        for request in self.admission_order():
             admission = self._fit(request)
             if admission is not None:
                 return admission
         return None
+
+    @property
+    def is_queue_deep(self) -> bool:
+        """More requests wait than two turnovers of the running set admit."""
+        return len(self.waiting) > 2 * self.config.max_running
+
+    def admission_order(self) -> list[Request]:
+        """The waiting requests in the order admission tries them: arrival order, except that while the
+        queue is deep (:attr:`is_queue_deep`) every other admission first offers the slot to the waiting
+        request with the longest prompt (the earliest on a tie).
+
+        Why (issue 43, fault 8; scripts/bench_long_prompt.py, BENCHMARKS.md): a slot is held for a
+        request's whole life, so in arrival order a request waits one turnover of the running set for
+        every ``max_running`` requests queued ahead of it, however long its own prompt. Under 32
+        closed-loop clients at capacity 8 a 2,048-token prompt spent 129 steps (56 s) queued for 16 s of
+        prefill: 4x its time alone, growing with the queue, while the step's prefill budget went unused.
+        With the alternation the longest waiting prompt is admitted by the second admission, whatever
+        the queue's depth, and any other request at most doubles its wait in arrival order. A queue of
+        at most two turnovers keeps arrival order: there every request is admitted within two
+        turnovers already."""
+        if not (self.admit_longest_next and self.is_queue_deep):
+            return list(self.waiting)
+        longest = max(self.waiting, key=lambda r: r.num_tokens)  # max() keeps the first on a tie
+        return [longest] + [r for r in self.waiting if r is not longest]
 
     def _fit(self, request: Request) -> Admission | None:
         hit_ids = self._lookup(request)
@@ -187,6 +212,8 @@ class Scheduler(FlightLifecycle):
         """Admits the request ``can_admit`` chose, with the hits it found (nothing ran in between)."""
         request, hit_ids = admission.request, admission.hit_ids
         assert request.phase is Phase.WAITING and request in self.waiting, "admit() of a request that is not waiting"
+        if self.is_queue_deep:  # the lanes alternate only while they are in force (see admission_order)
+            self.admit_longest_next = not self.admit_longest_next
         self.waiting.remove(request)
         self.pool.acquire(hit_ids[len(request.block_table):])  # the pins already hold their references
         request.block_table = list(hit_ids)
@@ -374,5 +401,5 @@ class Scheduler(FlightLifecycle):
     def snapshot(self) -> tuple:
         """A comparable picture of the whole scheduler (pool, coordinator, queues, requests, counters)."""
         return (self.pool.snapshot(), self.coordinator.snapshot(), tuple(r.request_id for r in self.waiting),
-                tuple(r.request_id for r in self.running),
+                tuple(r.request_id for r in self.running), self.admit_longest_next,
                 tuple(r.snapshot() for r in self.requests.values()), tuple(self.counters.as_dict().items()))
