@@ -12,7 +12,7 @@ engine steps, and gives each in CPU seconds too (this process's, less moved by o
 The tokenizer's time for the long prompt's text is measured apart (the server tokenizes before the
 engine sees the request).
 
-    python scripts/bench_long_prompt.py --prompt-tokens 2048 --json docs/bench/long_prompt.json
+    python scripts/bench_long_prompt.py --prompt-tokens 8000 --json docs/bench/long_prompt_8000.json
 """
 
 from __future__ import annotations
@@ -106,7 +106,8 @@ def under_load(model, config, prompt: list[int], args, *, arrival_order: bool = 
     finished_before = num_finished[0]
     figures = first_token(engine, rid, on_step=resubmit)
     figures.update(queued_ahead=waiting, client_requests_finished=num_finished[0] - finished_before,
-                   client_tokens_per_s=round((engine.counters["num_decode_tokens"] - decoded) / (time.perf_counter() - t), 1))
+                   client_tokens_per_s=round((engine.counters["num_decode_tokens"] - decoded)
+                                             / (time.perf_counter() - t), 1))
     engine.close()
     return figures
 
