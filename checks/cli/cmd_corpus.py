@@ -1,10 +1,12 @@
 """Command ``corpus``: the regression corpus of programs that steer the engine's own scheduling onto the
-spec's edges (listed, or searched anew with ``--build`` on the embedded Dask cluster).
+spec's edges (listed, searched anew with ``--build``, or grown toward the edge classes of the coverage
+gate that no program drives with ``--grow``, on the embedded Dask cluster).
 
 For example::
 
     $ flightcheck corpus
     $ flightcheck corpus --build --scenario burst2 --seconds 20
+    $ flightcheck corpus --grow --seconds 45
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def corpus(
         build: bool = typer.Option(False, "--build", help="Search for new programs and write the corpus."),
-        seconds: float = typer.Option(20.0, min=1, help="Search time per scenario and policy (with --build)."),
+        grow: bool = typer.Option(False, "--grow", help="Add programs that drive the edge classes no program "
+                                  "drives yet (the check's coverage gate), and write the corpus."),
+        seconds: float = typer.Option(20.0, min=1, help="Search time per scenario and policy (with --build or --grow)."),
         scenario: Optional[list[str]] = typer.Option(None, help="Only these scenarios (repeatable)."),
-        jobs: int = typer.Option(2, min=1, help="Parallel searches (with --build): the embedded Dask cluster's workers."),
+        jobs: int = typer.Option(2, min=1, help="Parallel searches (with --build or --grow): the embedded Dask cluster's workers."),
         scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS",
-                                                help="Run the searches (with --build) on this Dask scheduler's workers."),
+                                                help="Run the searches (with --build or --grow) on this Dask scheduler's workers."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """The regression corpus: programs that steer the engine's own scheduling onto the spec's edges."""
@@ -41,6 +45,27 @@ def register(app: typer.Typer) -> None:
             if name not in SCENARIOS:
                 raise usage_error(f"unknown scenario {shown(name)}; known: {', '.join(SCENARIOS)}")
         entries = corpus_mod.load()
+        if build and grow:
+            raise usage_error("--build and --grow are two searches: give one")
+        if grow:
+            from flightcheck.checks.cluster import ClusterError
+            from flightcheck.checks.conform.grow import grow_all
+
+            def told(key, found, wanted):
+                if not as_json:
+                    print(f"{key}: {len(found)} of {len(wanted)} wanted edge classes driven", flush=True)
+
+            mine = [e for e in entries if not scenario or e.scenario in scenario]
+            try:
+                grown, still = grow_all(mine, seconds=seconds, jobs=jobs, scheduler=scheduler, progress=told)
+            except ClusterError as error:
+                raise usage_error(str(error)) from None
+            by_key = {e.key: e for e in grown}
+            entries = [by_key.get(e.key, e) for e in entries]
+            corpus_mod.save(entries)
+            if not as_json:
+                print(f"{len(still)} edge class(es) within the engine's reach still undriven"
+                      + "".join(f"\n  {c}\n    {why}" for c, why in still.items()))
         if build:
             from flightcheck.checks.cluster import ClusterError
 

@@ -42,6 +42,9 @@ class CorpusEntry:
     num_edges: int = 0
     num_covered: int = 0
     missed: dict[str, int] = field(default_factory=dict)  # unvisited edges by the rule that explains them
+    # Spec runs driven through the engine's guard/command pairs (:mod:`~flightcheck.checks.conform.replay`)
+    # for edge classes no program was found to make the engine's own scheduling take (``corpus --grow``).
+    directed: list[list[str]] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -52,14 +55,15 @@ class CorpusEntry:
         """A JSON-ready form."""
         return {"scenario": self.scenario, "policy": self.policy, "edges": self.num_edges,
                 "covered": self.num_covered, "missed": self.missed,
-                "programs": [dict(p.to_json(), trace=" ".join(tr)) for p, tr in zip(self.programs, self.traces)]}
+                "programs": [dict(p.to_json(), trace=" ".join(tr)) for p, tr in zip(self.programs, self.traces)],
+                **({"directed": [" ".join(path) for path in self.directed]} if self.directed else {})}
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "CorpusEntry":
         """Read an entry back."""
         return cls(obj["scenario"], dict(obj["policy"]), [Program.from_json(p) for p in obj["programs"]],
                    [p.get("trace", "").split() for p in obj["programs"]], obj.get("edges", 0), obj.get("covered", 0),
-                   dict(obj.get("missed", {})))
+                   dict(obj.get("missed", {})), [path.split() for path in obj.get("directed", [])])
 
 
 def edges_of(outcome: RunOutcome) -> set[tuple]:
@@ -158,6 +162,22 @@ def replay(entry: CorpusEntry, model: str = "tiny") -> tuple[RunOutcome | None, 
     return None, changed, covered
 
 
+def replay_directed(entry: CorpusEntry, model: str = "tiny") -> list[str]:
+    """Drive each of ``entry``'s directed runs through the engine's guard/command pairs; one line for each
+    the engine does not follow to the end (where it departs, and why), none when it follows them all."""
+    from flightcheck.checks.conform.replay import replay as drive
+    from flightcheck.spec.scenario import SCENARIOS
+
+    scn = SCENARIOS[entry.scenario].with_policy(**entry.policy)
+    out = []
+    for n, path in enumerate(entry.directed, 1):
+        res = drive(path, scn)
+        if not (res.followed and all(step.same for step in res.steps)):
+            bad = next((step for step in res.steps if not step.same), res.steps[-1])
+            out.append(f"directed run {n}: {res.summary}: {bad.note}")
+    return out
+
+
 def save(entries: Iterable[CorpusEntry], path: Path = CORPUS_PATH) -> Path:
     """Write the corpus (one JSON document, entries in order)."""
     path.write_text(json.dumps({"entries": [e.to_json() for e in entries]}, separators=(",", ":")) + "\n")
@@ -225,7 +245,8 @@ def reduce(entry: CorpusEntry, model: str = "tiny") -> CorpusEntry:
         covered |= edges[k]
     chosen.sort()
     return CorpusEntry(entry.scenario, dict(entry.policy), [runs[k].program for k in chosen],
-                       [runs[k].actions for k in chosen], entry.num_edges, entry.num_covered, dict(entry.missed))
+                       [runs[k].actions for k in chosen], entry.num_edges, entry.num_covered, dict(entry.missed),
+                       [list(p) for p in entry.directed])
 
 
 def _reduce_one(obj: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,8 @@ requests of that kind, in ID order), so a program stays meaningful when others a
 - ``("hold", kind, k)`` / ``("resume", k)``: the test barrier on a request's prefill;
 - ``("expire", k)``: the ``k``-th blocked follower stops waiting;
 - ``("fault", kind, k)``: the next forward pass of the ``k``-th running request of ``kind`` fails;
+  ``("fault", "queued", k)`` arms the ``k``-th live request not yet running (waiting for admission or
+  blocked), so its first forward pass fails (a leader lost before it computed anything);
 - ``("refuse", call, kind, k)``: a client call the engine must refuse with nothing changed: ``expire``
   of the ``k``-th live request that is not blocked (``unblocked``: waiting, prefilling or decoding), or
   ``expire``, ``hold`` or ``fault`` of the ``k``-th terminated request or of an unknown ID (see
@@ -66,6 +68,7 @@ SUBMIT_OPS = frozenset({"arrive"})
 PICKING_OPS = frozenset({"abort", "fault", "hold"})
 NOTICE_OPS = frozenset({"notify"})
 KINDS = ("leader", "follower", "waiting", "running", "any")
+FAULT_KINDS = KINDS + ("queued",)  # a fault may also be armed before the request runs
 # The client calls a ``refuse`` operation makes, and the requests each must be refused for.
 REFUSALS = {"expire": ("unblocked", "terminated", "unknown"), "hold": ("terminated", "unknown"),
             "fault": ("terminated", "unknown")}
@@ -225,7 +228,7 @@ OP_ARGS: dict[str, tuple[tuple[str, Kind], ...]] = {
     "hold": (("kind", one_of(*KINDS)), ("position", COUNT)),
     "resume": (("position", COUNT),),
     "expire": (("position", COUNT),),
-    "fault": (("kind", one_of(*KINDS)), ("position", COUNT)),
+    "fault": (("kind", one_of(*FAULT_KINDS)), ("position", COUNT)),
     "refuse": (("call", one_of(*REFUSALS)), ("kind", STR), ("position", COUNT)),
 }
 

@@ -6,7 +6,10 @@ and the coverage figures say which and why instead of hiding them. :func:`reason
 source state and action and names the first rule of the step loop that rules it out:
 
 - ``publish-in-step``: under incremental publication a request publishes in the step that computed
-  the pages, so nothing else happens while it holds computed, unpublished shareable pages;
+  the pages, so nothing else happens while it holds computed, unpublished shareable pages; under
+  on-completion publication with the after-prefill release point, a flight's leader publishes in the
+  step that completes its prefill (its followers' early release needs the pages), so nothing else
+  happens while such a leader decodes with unpublished shareable pages;
 - ``release-in-step``: a flight whose leader reached the after-prefill release point is released in
   that same step;
 - ``finish-at-limit``: a request that took its last allowed decode step finishes in that step;
@@ -18,7 +21,11 @@ source state and action and names the first rule of the step loop that rules it 
   after another request's step; the states where another request moved in between are out of reach;
 - ``prefill-budget``: the step's prefill budget goes to the running requests in order, so a later one
   prefills only when every earlier one is held or done (holds reach some such states, not all);
-- ``pressure-only``: the engine evicts only when an allocation is short, and then its LRU victim.
+- ``pressure-only``: the engine evicts only when an allocation is short, and then its LRU victim;
+- ``fifo-admission``: the engine admits the first waiting request that fits, in the order they started
+  waiting, where the spec admits any that fits. The order is not part of a spec state, so no per-edge
+  test can say it; :func:`flightcheck.checks.conform.edge_classes.class_paths` searches with the order
+  carried beside each state, and an edge class no such search reaches is out of reach by this rule.
 
 An edge no rule explains is reported as ``unexplained``: either the campaign has not found it yet or a
 rule is missing, and the benchmark lists those edges in full.
@@ -45,7 +52,7 @@ from flightcheck.spec.actions import (ADMISSIONS, CACHE_PUBLICATIONS, COMPLETION
 from flightcheck.spec.state import DECODE, PREFILL
 
 RULES = ("publish-in-step", "release-in-step", "finish-at-limit", "admit-first", "decodes-first",
-         "finish-after-token", "prefill-budget", "pressure-only")
+         "finish-after-token", "prefill-budget", "pressure-only", "fifo-admission")
 
 
 def reason(spec: Any, state: Any, action: Action) -> str:
@@ -56,6 +63,11 @@ def reason(spec: Any, state: Any, action: Action) -> str:
     if spec.policy.publication == "incremental":
         for j in range(n):
             if pool.is_running(s, j) and s.pubd[j] < spec.published_upto(s, j) and not (name in CACHE_PUBLICATIONS and i == j):
+                return "publish-in-step"
+    elif spec.policy.release == "after-prefill" and spec.policy.single_flight:
+        for j in range(n):
+            if spec.leads_open_flight(s, j) and s.ph[j] == DECODE and s.pubd[j] < spec.shareable(j) \
+                    and not (name in CACHE_PUBLICATIONS and i == j):
                 return "publish-in-step"
     if spec.policy.release == "after-prefill" and spec.policy.single_flight:
         for f in range(n):

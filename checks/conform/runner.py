@@ -339,7 +339,10 @@ class ProgramRun:
         return True
 
     def _op_fault(self, kind: str, k: int) -> bool:
-        ids = [r for r in self.live(kind if kind in KINDS else "any") if r in self.live("running")]
+        if kind == "queued":  # armed before it runs: its first forward pass fails
+            ids = [r for r in self.live("any") if r not in self.live("running")]
+        else:
+            ids = [r for r in self.live(kind if kind in KINDS else "any") if r in self.live("running")]
         if not ids:
             return False
         rid = ids[k % len(ids)]

@@ -357,7 +357,7 @@ def equiv_stage(ctx: Context) -> list[Row]:
 # --- conform ---------------------------------------------------------------------------------------------
 def _replay_entries(args: tuple[list[dict], str, bool]) -> list[tuple[str, Any, list[str], int, float]]:
     import flightcheck.impl  # noqa: F401 -- the fast BLAS first, in a fresh process
-    from flightcheck.checks.conform.corpus import CorpusEntry, replay
+    from flightcheck.checks.conform.corpus import CorpusEntry, replay, replay_directed
 
     entries, model, first_failure = args
     out = []
@@ -370,6 +370,8 @@ def _replay_entries(args: tuple[list[dict], str, bool]) -> list[tuple[str, Any, 
             d = failed.diagnosis
             summary = {"summary": d.summary, "properties": d.properties, "kind": d.kind, "rules": failed.rules,
                        "diagnosis": d.to_json(), "report": d.format()}
+        elif departures := replay_directed(entry, model):  # the engine's guard/command pairs left a directed run
+            summary = {"summary": departures[0], "properties": [], "kind": "directed", "departures": departures}
         out.append((entry.key, summary, changed, len(covered), time.perf_counter() - t))
         if first_failure and (failed is not None or changed):
             break
@@ -405,17 +407,21 @@ def corpus_rows(ctx: Context) -> list[Row]:
         seconds = sum(s for *_x, s in parts)
         if failures:
             key, summary = failures[0]
-            rows.append(Row("conform", f"corpus {name}", False, f"{key}: {summary['summary']} "
-                            f"[{', '.join(summary['properties'])}]", seconds, {"failure": summary}))
+            props = f" [{', '.join(summary['properties'])}]" if summary["properties"] else ""
+            rows.append(Row("conform", f"corpus {name}", False, f"{key}: {summary['summary']}{props}", seconds,
+                            {"failure": summary}))
         elif changes:
             key, lines = changes[0]
             rows.append(Row("conform", f"corpus {name}", False, f"behaviour changed on the corpus ({key}, "
                             f"{lines[0]}); if meant, rebuild it: flightcheck corpus --build", seconds,
                             {"changed": {k: c for k, c in changes}}))
         else:
-            rows.append(Row("conform", f"corpus {name}", True, f"{len(parts)} policies, {programs} programs, "
+            directed = sum(len(e.directed) for e in entries if e.scenario == name)
+            runs = f", {directed} directed runs followed" if directed else ""
+            rows.append(Row("conform", f"corpus {name}", True, f"{len(parts)} policies, {programs} programs{runs}, "
                             f"{edges} spec edges taken, every step as recorded", seconds,
                             {"scenario": name, "policies": [k for k, *_r in parts], "programs": programs,
+                             "directed": directed,
                              "edges_taken": {k: n for k, _f, _c, n, _s in parts}}))
     return rows
 
@@ -511,9 +517,15 @@ def conform_stage(ctx: Context) -> list[Row]:
     """The engine against the spec: the corpus replayed, the hand-written shapes, the seeded campaign,
     and the probe. With ``ctx.first_failure`` the parts run cheapest first, by the time each takes to
     find what it finds (the probe, the shapes, the seeded campaign's 200 programs of every feature in
-    about 20 s, then the corpus's 4,456 in about 150 s) and the stage ends at the first failing row."""
+    about 20 s, then the corpus's 4,456 in about 150 s) and the stage ends at the first failing row. Last,
+    the coverage gate (:mod:`flightcheck.checks.suite.coverage_gate`): every edge class the engine can take
+    is driven by some corpus program."""
+    from flightcheck.checks.suite.coverage_gate import coverage_gate_rows
+
     if not ctx.first_failure:
-        return corpus_rows(ctx) + shape_rows(ctx) + seeded_rows(ctx) + probe_rows(ctx)
+        return corpus_rows(ctx) + shape_rows(ctx) + seeded_rows(ctx) + probe_rows(ctx) + coverage_gate_rows(ctx)
+    # No gate here: it reads the spec and the corpus's recorded runs, not the engine, so a mutant of the
+    # engine (what --first-failure serves) cannot move it.
     parts = (probe_rows, shape_rows, seeded_rows, corpus_rows)
     done = _until_failure(lambda part: part(ctx), list(parts), lambda rows: not all(r.ok for r in rows))
     return [row for rows in done for row in rows]

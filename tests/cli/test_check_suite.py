@@ -21,6 +21,8 @@ def test_check_quick_runs_every_stage_but_the_real_model_and_passes(tmp_path):
     assert by_item[("variants", "forget-at-release")]["detail"] == "caught: termination_validated in 9 steps"
     assert by_item[("prove", "burst2 after-prefill incremental release-all")]["detail"].startswith("27/27 proved (k<=2)")
     assert "differ after 9 step(s)" in by_item[("equiv", "correct vs forget-at-release")]["detail"]
+    gate = by_item[("conform", "coverage gate: every edge class the engine can take is driven")]
+    assert gate["detail"].startswith("every one of the 211 edge classes within the engine's reach was driven (41 more")
     assert all(row["ok"] for row in out["rows"])
 
 
