@@ -23,7 +23,8 @@ source state and action and names the first rule of the step loop that rules it 
   prefills only when every earlier one is held or done (holds reach some such states, not all);
 - ``pressure-only``: the engine evicts only when an allocation is short, and then its LRU victim;
 - ``fifo-admission``: the engine admits the first waiting request that fits, in the order they started
-  waiting, where the spec admits any that fits. The order is not part of a spec state, so no per-edge
+  waiting (while at most two turnovers of its running set wait: deeper, it alternates with the longest
+  prompt, and a scenario that may queue so deep is not filtered), where the spec admits any that fits. The order is not part of a spec state, so no per-edge
   test can say it; :func:`flightcheck.checks.conform.edge_classes.class_paths` searches with the order
   carried beside each state, and an edge class no such search reaches is out of reach by this rule.
 
