@@ -6,13 +6,12 @@ import pytest
 
 from flightcheck.checks.conform.counters import COUNT
 from flightcheck.checks.conform.explain import _EXPLAIN
-from flightcheck.checks.conform.replay import RUN
+from flightcheck.checks.conform.adapter import ADAPTER
 from flightcheck.checks.conform.schema import EVENT_FIELDS
 from flightcheck.checks.conform.validator import PAYLOAD
 from flightcheck.checks.explore.picture import ACTION_STYLE
 from flightcheck.checks.report.lifelines import ACTION_MESSAGES
 from flightcheck.checks.report.sequence import LABELS
-from flightcheck.checks.symbolic.harness import COMMANDS, GUARDS
 from flightcheck.impl.events import ACTIONS
 from flightcheck.spec.actions import ACTION_NAMES
 
@@ -20,13 +19,11 @@ REGISTRIES = {
     "checks/conform/schema.py EVENT_FIELDS (the event log's fields)": EVENT_FIELDS,
     "checks/conform/validator.py PAYLOAD (an event's details against the spec's step)": PAYLOAD,
     "checks/conform/counters.py COUNT (the engine's counters, recounted)": COUNT,
-    "checks/conform/replay.py RUN (a spec path through the engine's guard/command pairs)": RUN,
+    "checks/conform/adapter.py ADAPTER (each action's engine guard and command, for the replay and the engine stage)": ADAPTER,
     "checks/conform/explain.py _EXPLAIN (why a guard is false, in words)": _EXPLAIN,
     "checks/report/lifelines.py ACTION_MESSAGES (the sequence diagram's arrows)": ACTION_MESSAGES,
     "checks/report/sequence.py LABELS (the words on those arrows)": LABELS,
     "checks/explore/picture.py ACTION_STYLE (edge colours in the state graph)": ACTION_STYLE,
-    "checks/symbolic/harness.py GUARDS (the engine's guard of each action's command)": GUARDS,
-    "checks/symbolic/harness.py COMMANDS (the engine's command of each action)": COMMANDS,
 }
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from flightcheck.checks.conform.schema import POLICY
 from flightcheck.checks.inputs import (MAX_PATH_ACTIONS, MAX_SHOWN_CHARS, STR, InputError, check_fields, list_of,
@@ -36,8 +36,8 @@ from flightcheck.spec.model import parse_action
 from flightcheck.checks.conform.diagnosis import ConformanceError
 from flightcheck.checks.conform.explain import violated
 from flightcheck.checks.conform.monitor import Monitor
-from flightcheck.impl.events import RELEASE_AFTER_PREFILL
-from flightcheck.spec.actions import NOTICES, SLOT_ACTIONS, SUBMISSIONS
+from flightcheck.checks.conform.adapter import ADAPTER, Submission
+from flightcheck.spec.actions import ADMISSIONS, COMPLETIONS, FOLLOWER_RELEASES, NOTICES, SLOT_ACTIONS, SUBMISSIONS
 from flightcheck.spec.model import Action, FlightSpec
 from flightcheck.spec.scenario import Policy, Scenario
 from flightcheck.spec.state import TERM_BOGUS_ACCEPTED, TERM_LEGIT_REJECTED
@@ -227,120 +227,65 @@ class _Driver:
         return self.sched.requests[self.engine_id[i]]
 
     def run(self, action: Action) -> str | None:
-        """Take ``action`` in the engine, by its entry of :data:`RUN`; returns why the engine cannot, or None."""
-        if action.name not in _NOT_AN_ARRIVED_REQUEST and action.arg not in self.engine_id:
+        """Take ``action`` in the engine through its entry of the adapter table
+        (:data:`~flightcheck.checks.conform.adapter.ADAPTER`); returns why the engine cannot, or None. What
+        the replay adds: which engine ID the path's index names, that a choice the engine makes (whom it
+        admits, which page it evicts) is the path's, and how a termination notice is answered."""
+        name = action.name
+        if name not in _NOT_AN_ARRIVED_REQUEST and action.arg not in self.engine_id:
             return f"r{action.arg} never arrived in the engine"
-        return RUN[action.name](self, action)
+        if name in SUBMISSIONS:
+            return self._arrive(action)
+        if name in NOTICES:
+            return self._notify(action)
+        step, key = ADAPTER[name], self._key(action)
+        if not step.guard(self.sched, key):
+            return step.refusal
+        why = self._choice(action)
+        if why is not None:
+            return why
+        if name in COMPLETIONS and self.sched.can_finish(self.request(action.arg)) is None:
+            # the spec's finish stands for any stop the client or the model can make
+            self.monitor.validator.forced_finishes.add(self.engine_id[action.arg])
+        step.command(self.engine, key)
+        return None
 
-    # --- each action through the engine's own guard and command (RUN) ---------------------------------------
+    def _key(self, action: Action) -> Any:
+        """What the engine names for the action's argument: a flight's ID for a release, a request's ID
+        otherwise (``admit`` and ``evict`` take none: the engine chooses)."""
+        if action.name in FOLLOWER_RELEASES:
+            return self.monitor.tracker.flight_id(action.arg)
+        if action.name in ADMISSIONS or action.name in SLOT_ACTIONS:
+            return None
+        return self.engine_id[action.arg]
+
+    def _choice(self, action: Action) -> str | None:
+        """Why the engine's own choice is not the path's: whom it admits, which page it evicts; or None."""
+        sched = self.sched
+        if action.name in ADMISSIONS and sched.can_admit().request is not self.request(action.arg):
+            return "the engine admits the first waiting request that fits, which is another request"
+        if action.name in SLOT_ACTIONS:
+            c, p = self.monitor.spec.layout.page_slots[action.arg]
+            if sched.pool.pages[sched.can_evict()].key != self.monitor.tracker.page_key(c, p):
+                return "the engine's LRU victim is another page"
+        return None
+
     def _arrive(self, action: Action) -> str | None:
-        from flightcheck.impl.sampling import SamplingParams
-
         i = action.arg
         r = self.scenario.requests[i]
         self.monitor.tracker.next_index = i
-        self.engine_id[i] = self.engine.add_request(self.tokens[r.cls], SamplingParams(max_tokens=r.num_decode + 1))
+        self.engine_id[i] = ADAPTER[action.name].command(self.engine, Submission(tuple(self.tokens[r.cls]), r.num_decode + 1))
         return None
 
     def _notify(self, action: Action) -> str | None:
         rid = self.engine_id.get(action.arg, 10_000 + action.arg)  # an ID never issued stands for an unknown one
         try:
-            self.engine.notify_termination(rid)
+            ADAPTER[action.name].command(self.engine, rid)
         except ConformanceError:
             raise
         except Exception as error:
             return f"rejected: {type(error).__name__}"
         return "accepted"
-
-    def _evict(self, action: Action) -> str | None:
-        sched = self.sched
-        c, p = self.monitor.spec.layout.page_slots[action.arg]
-        key = self.monitor.tracker.page_key(c, p)
-        victim = sched.can_evict()
-        if victim is None or sched.pool.pages[victim].key != key:
-            return "the engine's LRU victim is another page" if victim is not None else "nothing evictable"
-        sched.evict(victim)
-        return None
-
-    def _admit(self, action: Action) -> str | None:
-        admission = self.sched.can_admit()
-        if admission is None:
-            return "can_admit() is false"
-        if admission.request is not self.request(action.arg):
-            return "the engine admits the first waiting request that fits, which is another request"
-        self.sched.admit(admission)
-        return None
-
-    def _prefill(self, action: Action) -> str | None:
-        sched, req = self.sched, self.request(action.arg)
-        if not sched.can_prefill(req):
-            return "can_prefill() is false"
-        work = sched.plan_prefill(req, self.policy.chunk)
-        sched.prefill(work, sched.forward([work])[0])
-        return None
-
-    def _decode(self, action: Action) -> str | None:
-        sched, req = self.sched, self.request(action.arg)
-        if not sched.can_decode(req) or len(req.output_token_ids) >= req.sampling.max_tokens:
-            return "the request has no decode step left"
-        work = sched.plan_decode(req)
-        sched.decode(work, sched.forward([work])[0])
-        return None
-
-    def _publish(self, action: Action) -> str | None:
-        req = self.request(action.arg)
-        if not self.sched.can_publish(req):
-            return "can_publish() is false"
-        self.sched.publish(req)
-        return None
-
-    def _release(self, action: Action) -> str | None:
-        flight_id = self.monitor.tracker.flight_id(action.arg)
-        if flight_id is None or not self.sched.can_release(flight_id):
-            return "can_release() is false"
-        self.sched.release(flight_id, RELEASE_AFTER_PREFILL)
-        return None
-
-    def _promote(self, action: Action) -> str | None:
-        return "the engine promotes only in the call that loses the leader"
-
-    def _expire(self, action: Action) -> str | None:
-        rid = self.engine_id[action.arg]
-        if not self.sched.can_expire(rid):
-            return "can_expire() is false"
-        self.sched.expire(rid)
-        return None
-
-    def _fail(self, action: Action) -> str | None:
-        req = self.request(action.arg)
-        if not self.sched.can_fail(req):
-            return "can_fail() is false"
-        self.sched.fail(req, "failed by replay")
-        return None
-
-    def _finish(self, action: Action) -> str | None:
-        sched, req = self.sched, self.request(action.arg)
-        if not sched.can_decode(req):
-            return f"the request is {req.phase.value}, not decode"
-        reason = sched.can_finish(req)
-        if reason is None:  # the spec's finish stands for any stop the client or the model can make
-            self.monitor.validator.forced_finishes.add(self.engine_id[action.arg])
-        sched.finish(req, reason or "stop")
-        return None
-
-    def _abort(self, action: Action) -> str | None:
-        self.engine.abort(self.engine_id[action.arg])
-        return None
-
-
-# How the replay takes each spec action in the engine, one entry per spec action (tests/test_registries.py
-# holds the keys equal to the spec's action names).
-RUN: dict[str, Callable[[_Driver, Action], str | None]] = {
-    "arrive": _Driver._arrive, "admit": _Driver._admit, "prefill": _Driver._prefill, "publish": _Driver._publish,
-    "release": _Driver._release, "promote": _Driver._promote, "decode": _Driver._decode,
-    "finish": _Driver._finish, "evict": _Driver._evict, "abort": _Driver._abort, "notify": _Driver._notify,
-    "expire": _Driver._expire, "fail": _Driver._fail,
-}
 
 
 def replay(actions: list[str], scenario: Scenario, policy: Policy | None = None, *,

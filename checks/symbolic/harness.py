@@ -7,8 +7,9 @@ deterministic token. :class:`Command` names one of the engine's public guard/com
 :func:`thaw` makes of a state :func:`freeze` saved once), and :func:`state_key` names an engine state up
 to the names of its pages and requests, so that the enumeration visits each class of states once.
 
-The engine guards, as the engine's own ``step`` composes them (the step publishes right after every
-prefill and finishes a request at once when its output reaches ``max_tokens``):
+The engine guards (the adapter table's, :data:`~flightcheck.checks.conform.adapter.ADAPTER`, with the
+step loop's order, :data:`DISCIPLINE`), as the engine's own ``step`` composes them (the step publishes
+right after every prefill and finishes a request at once when its output reaches ``max_tokens``):
 
 - ``admit``: ``can_admit()`` is not None; ``prefill(r)``: ``can_prefill(r)`` and not ``can_publish(r)``;
   ``publish(r)``: ``can_publish(r)`` (which once held for a terminated request with computed pages, whose
@@ -17,8 +18,8 @@ prefill and finishes a request at once when its output reaches ``max_tokens``):
   any stop: EOS, a stop string, length); ``evict``: ``can_evict()`` is not None while an allocation the
   running requests' next steps make exceeds the free list (the one place the engine evicts);
 - the client's: ``arrive(t)`` (``Engine.add_request``) while fewer than N have arrived, ``abort(r)``
-  (``Engine.abort``) of a live request, ``notify(r)`` (``Engine.abort`` of a terminated or unknown ID: it
-  must be refused), ``expire(r)`` (``Engine.expire``) of a blocked one, ``fail(r)`` (``can_fail``/``fail``).
+  (``Engine.abort``) of a live request, ``notify(r)`` (``Engine.notify_termination`` of a terminated or unknown ID:
+  it must be refused), ``expire(r)`` (``Engine.expire``) of a blocked one, ``fail(r)`` (``can_fail``/``fail``).
 
 For example::
 
@@ -36,11 +37,11 @@ from typing import Any
 
 import numpy as np
 
+from flightcheck.checks.conform.adapter import ADAPTER, Submission
 from flightcheck.checks.symbolic.bound import Bound
 from flightcheck.impl.config import EngineConfig
 from flightcheck.impl.engine import Engine
 from flightcheck.impl.errors import UnknownRequestError
-from flightcheck.impl.events import RELEASE_AFTER_PREFILL
 from flightcheck.impl.pages import PAGE_SIZE
 from flightcheck.impl.request import Phase
 from flightcheck.spec.actions import NOTICES, SUBMISSIONS
@@ -154,41 +155,20 @@ def under_pressure(sched: Any) -> bool:
 
 
 def engine_guard(engine: Engine, command: Command) -> bool:
-    """Whether the engine's guard for ``command`` holds (see the module docstring), by its entry of
-    :data:`GUARDS`."""
-    return GUARDS[command.name](engine.scheduler, command.arg)
+    """Whether the engine's guard for ``command`` holds (see the module docstring): its entry of the adapter
+    table (:data:`~flightcheck.checks.conform.adapter.ADAPTER`) and of :data:`DISCIPLINE`."""
+    sched = engine.scheduler
+    extra = DISCIPLINE.get(command.name)
+    return ADAPTER[command.name].guard(sched, command.arg) and (extra is None or extra(sched, command.arg))
 
 
-def _guard_on_request(test: Any) -> Any:
-    """A guard on a request of the engine's: false for an ID it does not know."""
-    def guard(sched: Any, arg: int) -> bool:
-        req = sched.requests.get(arg)
-        return req is not None and test(sched, req)
-    return guard
-
-
-def _notify_guard(sched: Any, arg: int) -> bool:
-    req = sched.requests.get(arg)
-    return req is None or not req.phase.is_live
-
-
-# The engine's guard for each spec action's command, one entry per spec action (tests/test_registries.py);
-# ``promote`` has no command (the engine hands a flight on only inside the call that loses its leader).
-GUARDS: dict[str, Any] = {
-    "arrive": lambda sched, arg: True,  # bounded by the check, not the engine: see candidate_commands
-    "admit": lambda sched, arg: sched.can_admit() is not None,
-    "prefill": _guard_on_request(lambda sched, req: sched.can_prefill(req) and not sched.can_publish(req)),
-    "publish": _guard_on_request(lambda sched, req: sched.can_publish(req)),
-    "release": lambda sched, arg: arg in sched.coordinator.flights and sched.can_release(arg),
-    "promote": lambda sched, arg: False,
-    "decode": _guard_on_request(lambda sched, req: sched.can_decode(req)
-                                and len(req.output_token_ids) < req.sampling.max_tokens),
-    "finish": _guard_on_request(lambda sched, req: req.phase is Phase.DECODE),
-    "evict": lambda sched, arg: sched.can_evict() is not None and under_pressure(sched),
-    "abort": _guard_on_request(lambda sched, req: req.phase.is_live),
-    "notify": _notify_guard,
-    "expire": _guard_on_request(lambda sched, req: sched.can_expire(req.request_id)),
-    "fail": _guard_on_request(lambda sched, req: sched.can_fail(req)),
+# The step loop's order among the commands the adapter table enables, as the engine's own ``step`` composes
+# them: it publishes right after every prefill (so no prefill runs while a publication is due), evicts only
+# when an allocation needs memory, and aborts only a live request (an abort of any other ID is a notice).
+DISCIPLINE: dict[str, Any] = {
+    "prefill": lambda sched, rid: not sched.can_publish(sched.requests[rid]),
+    "evict": lambda sched, _: under_pressure(sched),
+    "abort": lambda sched, rid: rid in sched.requests and sched.requests[rid].phase.is_live,
 }
 
 
@@ -214,57 +194,14 @@ def enabled_commands(engine: Engine, bound: Bound) -> list[Command]:
 
 
 def execute(engine: Engine, bound: Bound, command: Command) -> None:
-    """Run ``command`` through the engine's own command (its guard must hold), by its entry of
-    :data:`COMMANDS`. A refused notice (``notify``) raises ``UnknownRequestError`` as the engine does;
-    anything else the engine raises propagates."""
-    COMMANDS[command.name](engine, bound, command.arg)
-
-
-def _arrive(engine: Engine, bound: Bound, arg: int) -> None:
-    tokens, max_tokens = bound.template_list[arg]
-    engine.add_request(list(tokens), {"max_tokens": max_tokens, "temperature": 0.0})
-
-
-def _prefill(engine: Engine, bound: Bound, arg: int) -> None:
-    sched = engine.scheduler
-    work = sched.plan_prefill(sched.requests[arg], sched.config.prefill_chunk_pages)
-    sched.prefill(work, sched.forward([work])[0])
-
-
-def _decode(engine: Engine, bound: Bound, arg: int) -> None:
-    sched = engine.scheduler
-    work = sched.plan_decode(sched.requests[arg])
-    sched.decode(work, sched.forward([work])[0])
-
-
-def _finish(engine: Engine, bound: Bound, arg: int) -> None:
-    sched = engine.scheduler
-    req = sched.requests[arg]
-    sched.finish(req, sched.can_finish(req) or "stop")  # the spec's finish stands for any stop
-
-
-def _no_promote(engine: Engine, bound: Bound, arg: int) -> None:
-    raise ValueError("the engine has no promote command: it hands a flight on inside the abort or fail that "
-                     "loses its leader")
-
-
-# The engine's command for each spec action, one entry per spec action (tests/test_registries.py).
-COMMANDS: dict[str, Any] = {
-    "arrive": _arrive,
-    "admit": lambda engine, bound, arg: engine.scheduler.admit(engine.scheduler.can_admit()),
-    "prefill": _prefill,
-    "publish": lambda engine, bound, arg: engine.scheduler.publish(engine.scheduler.requests[arg]),
-    "release": lambda engine, bound, arg: engine.scheduler.release(arg, RELEASE_AFTER_PREFILL),
-    "promote": _no_promote,
-    "decode": _decode,
-    "finish": _finish,
-    "evict": lambda engine, bound, arg: engine.scheduler.evict(engine.scheduler.can_evict()),
-    "abort": lambda engine, bound, arg: engine.abort(arg),
-    "notify": lambda engine, bound, arg: engine.abort(arg),  # an abort of a terminated or unknown ID
-    "expire": lambda engine, bound, arg: engine.expire(arg),
-    "fail": lambda engine, bound, arg: engine.scheduler.fail(engine.scheduler.requests[arg],
-                                                             "its forward pass failed (symbolic check)"),
-}
+    """Run ``command`` through the engine's own command (its guard must hold), by its entry of the adapter
+    table. A refused notice (``notify``) raises ``UnknownRequestError`` as the engine does; anything else the
+    engine raises propagates."""
+    arg = command.arg
+    if command.name in SUBMISSIONS:
+        tokens, max_tokens = bound.template_list[arg]
+        arg = Submission(tuple(tokens), max_tokens)
+    ADAPTER[command.name].command(engine, arg)
 
 
 # Why requests may be renamed (the symmetry reduction of :func:`state_key`), and how far. The engine and
@@ -437,5 +374,5 @@ def state_key(engine: Engine, *, symmetry: bool = True) -> tuple:
     return min(_key_under(engine, rename, cached) for rename in renamings)
 
 
-__all__ = ["COMMANDS", "GUARDS", "Command", "FixedLogitsRunner", "Frozen", "UnknownRequestError", "build_engine", "copy_engine",
+__all__ = ["DISCIPLINE", "Command", "FixedLogitsRunner", "Frozen", "UnknownRequestError", "build_engine", "copy_engine",
            "enabled_commands", "engine_guard", "execute", "freeze", "state_key", "thaw", "under_pressure"]
