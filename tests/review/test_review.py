@@ -137,8 +137,8 @@ def test_an_engine_change_runs_the_corpus_on_both_engines_and_names_the_programs
     clone = clone_into(tmp_path / "flightcheck")  # a clone of its own: the module's clone carries a changed spec by now
     # admission last-in first-out: the spec allows any order, so every program still conforms, but those
     # where two requests wait at once now take their admissions the other way round
-    edit(clone / "impl" / "scheduler.py", "        for request in self.waiting:\n            admission = self._fit(request)",
-          "        for request in reversed(self.waiting):\n            admission = self._fit(request)")
+    edit(clone / "impl" / "scheduler.py", "        for request in self.admission_order():\n            admission = self._fit(request)",
+          "        for request in reversed(self.admission_order()):\n            admission = self._fit(request)")
     commit(clone, "admit the newest waiting request first")
     review = make_review(clone, "HEAD~1", scenarios=["burst3"], quick=True)
     assert review["corpus"] == "own"  # impl/ changed: each scenario's own policy, as --quick replays it
