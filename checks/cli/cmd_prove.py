@@ -84,7 +84,8 @@ def register(app: typer.Typer) -> None:
                                            "(for all sizes with --unbounded; else for the scenario), naming each "
                                            "that is only bounded or not proved."),
     ) -> None:
-        """Prove every safety property by k-induction; BMC to --depth for the rest. Exit 1 on a violation."""
+        """Prove every safety property by k-induction; BMC to --depth for the rest (no counterexample up to
+        that depth: not a proof). Exit 1 on a violation, and with --require-proof on any property not proved."""
         if engine:
             given = [o for o, v in (("--scenario", scenario), ("--depth", depth), ("--path-out", path_out),
                                     ("--release", release), ("--publication", publication),
