@@ -78,8 +78,8 @@ def prove_bounded_command(scenario: Optional[str], variant: str, depth: Optional
                 "scenario": scn.name, "variant": variant, "policy": dataclasses.asdict(spec.policy),
                 "property": first.property, "counterexample": first.counterexample.actions}, indent=2) + "\n")
         violated |= not report.ok
-        weak += [f"{line} under {spec.policy.label()}" for line in
-                 not_proofs({r.property: induction_claim(r.status, r.k) for r in report.results if r.status != "violated"})]
+        claims = {r.property: induction_claim(r.status, r.k) for r in report.results if r.status != "violated"}
+        weak += [f"{line} under {spec.policy.label()}" for line in not_proofs(claims)]
         runs.append({"policy": spec.policy.label(), "release": spec.policy.release, "depth": run_depth,
                      "seconds": round(report.seconds, 3), "bmc_seconds": round(report.bmc_seconds, 3),
                      "properties": [_result_json(spec, r) for r in report.results],
