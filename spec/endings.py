@@ -24,7 +24,8 @@ from typing import Any
 from flightcheck.spec import pool
 from flightcheck.spec.expr import And, If, Min, Not, Or, Sum
 from flightcheck.spec.state import (
-    ABORTED, BLOCKED, CLOSED, FAILED, FINISHED, OPEN, TERM_BOGUS_ACCEPTED, TERM_LEGIT_REJECTED, WAITING, Edit, View,
+    ABORTED, BLOCKED, CLOSED, FAILED, FINISHED, OPEN, READY, TERM_BOGUS_ACCEPTED, TERM_LEGIT_REJECTED, WAITING, Edit,
+    View,
 )
 
 
@@ -47,9 +48,19 @@ class FlightEndings:
         """How many pages each released follower pins: all its leader holds."""
         return s.pubd[f]
 
+    def released_early(self, s: View, f: int) -> Any:
+        """Releasing flight ``f`` now is early, read from what its followers would find, never from the
+        release guard (a wrong guard must not excuse itself): on completion, the leader has not
+        terminated; after prefill, the leader is live and some page of its prompt is not published (ready
+        in the cache). A terminated leader's flight may go at once (a lost one's pages are recomputed)."""
+        live = Not(self.is_terminated(s, f))
+        if self.policy.release == "after-prefill":
+            return And(live, Or(*[s.pg[k] != READY for k in self.pages_of(f)]))
+        return live
+
     def u_release(self, s: View, f: int) -> Any:
         e = s.edit()
-        e.set("g_early", If(self.at_release_point(s, f), s.g_early, 1))
+        e.set("g_early", If(self.released_early(s, f), 1, s.g_early))
         e.fl[f] = CLOSED
         e.idx[self.cls(f)] = 0
         pins = self.pins_at_release(s, f)

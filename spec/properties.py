@@ -185,9 +185,14 @@ def termination_validated(spec: FlightSpec, s: View) -> Any:
     return s.g_term == 0
 
 
-@always("release_after_publication", "After-prefill releases only once the leader's shareable pages are published (or the leader terminated).",
+@always("release_after_publication", "After-prefill releases a live leader's flight only once every page of the leader's prompt is published (ready in the cache); a terminated leader's flight may go at once.",
         lambda spec: spec.policy.single_flight and spec.policy.release == "after-prefill")
 def release_after_publication(spec: FlightSpec, s: View) -> Any:
+    """Read from the pages, not the guard: the ghost ``g_early`` is set by a release whose leader is live
+    while some page of its prompt is not ready in the cache (``FlightEndings.released_early``), so a design
+    that misreads its own release point, or evicts a leader's page before its release, fails here. It does
+    not cover a terminated leader's flight (a lost leader's pages are recomputed by design), nor pages of
+    a waiter's prompt that its leader's prompt lacks (those the waiter computes itself)."""
     return s.g_early == 0
 
 

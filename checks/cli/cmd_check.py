@@ -7,6 +7,7 @@ For example::
     $ flightcheck check --quick --report out/ --json
     $ flightcheck check --baseline origin/main                  # what behaviour changed since main
     $ flightcheck check --since HEAD~3                          # only the stages the change can affect
+    $ flightcheck check --quick --require-proof                 # exit 1 unless every property row is a proof
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ def register(app: typer.Typer) -> None:
         since: Optional[str] = typer.Option(None, "--since", metavar="REF",
                                             help="Run only the stages a change since git REF can affect."),
         strict: bool = typer.Option(False, "--strict", help="With --baseline: any behaviour change fails (exit 1)."),
+        require_proof: bool = typer.Option(False, "--require-proof", help="Fail (exit 1) unless every row that checks "
+                                           "properties proves them (for all sizes, or for its scenario by k-induction or "
+                                           "by exploring every state), naming each row that is only bounded."),
         scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS", envvar="DASK_SCHEDULER_ADDRESS",
                                                 help="Run the stages' items on this Dask scheduler (tcp://HOST:PORT; "
                                                 "default: an embedded local Dask cluster)."),
@@ -58,6 +62,8 @@ def register(app: typer.Typer) -> None:
         """The main job: every check flightcheck has, over the default scenarios, with a summary and a
         static HTML report (opens from disk; its path is the last line). Exit 0 passed, 1 a check failed,
         2 bad arguments (or a refused --record), 3 flightcheck itself failed (the run is not a verdict).
+        Each row says how strong it is (proved for all sizes, for its scenario, or only bounded: not a
+        proof) and the summary counts them apart; --require-proof fails every row that is not a proof.
         With --baseline REF: what behaviour changed since REF, instead of the stages (exit 1 when a verdict
         regressed)."""
         from flightcheck.checks.suite.expect import EXPECTATIONS_PATH, load, writable
@@ -69,8 +75,9 @@ def register(app: typer.Typer) -> None:
         for s in stage or []:
             if s not in known:
                 raise usage_error(f"unknown --stage {s!r}; known: {', '.join(known)}")
-        if baseline is not None and (since is not None or stage or record):
-            raise usage_error("--baseline compares two commits' graphs; it takes no --since, --stage or --record")
+        if baseline is not None and (since is not None or stage or record or require_proof):
+            raise usage_error("--baseline compares two commits' graphs; it takes no --since, --stage, --record or "
+                              "--require-proof")
         if scheduler is not None and workers is not None:
             raise usage_error("--workers sizes the embedded cluster; with --scheduler the cluster's own workers run")
         if (strict or scenario) and baseline is None:
@@ -89,11 +96,12 @@ def register(app: typer.Typer) -> None:
                 from flightcheck.checks.review.command import since_command
                 result = since_command(since, known=known, stage=stage, as_json=as_json, run=lambda todo: run_suite(
                     as_json=as_json, quick=quick, budget=budget, model=model, record=record, stages=todo,
-                    report_dir=report_dir, expectations=book, scheduler=scheduler, workers=workers))
+                    report_dir=report_dir, expectations=book, scheduler=scheduler, workers=workers,
+                    require_proof=require_proof))
             else:
                 result = run_suite(as_json=as_json, quick=quick, budget=budget, model=model, record=record,
                                    stages=stage, report_dir=report_dir, expectations=book, scheduler=scheduler,
-                                   workers=workers)
+                                   workers=workers, require_proof=require_proof)
         except RecordRefused as refused:
             raise usage_error(str(refused)) from None
         raise typer.Exit({"ok": EXIT_OK, "failed": EXIT_FAILED}.get(result, EXIT_FAULT))

@@ -22,6 +22,12 @@ the counterexample to induction (the correct design) or "fails (CTI)" (a variant
 shortest path on its demo scenario), "unknown (timeout)", or "not modelled: reason". A variant the model
 does not carry prints why, and the explorer's counterexample in place of a CTI. Exit 0 when every
 modelled property is proved (or the variant is a correct one), 1 otherwise, 2 for bad arguments.
+
+Every verdict says how strong it is (:mod:`flightcheck.checks.strength`): "proved for all sizes",
+"proved for this scenario (k-induction)", or "no counterexample up to depth N (not a proof)"; ``--json``
+gives each property's ``claim``. A bounded verdict alone exits 0 (nothing is violated);
+``--require-proof`` makes it exit 1, naming every property that is not proved (with ``--unbounded``,
+also each property the relational model does not carry).
 """
 
 from __future__ import annotations
@@ -74,12 +80,17 @@ def register(app: typer.Typer) -> None:
                                                 "(past it an action is 'unfinished', never verified)."),
         program_out: Optional[Path] = typer.Option(None, "--program-out", help="With --engine: write the "
                                                    "counterexample's conformance program (for conform --replay)."),
+        require_proof: bool = typer.Option(False, "--require-proof", help="Exit 1 unless every property is proved "
+                                           "(for all sizes with --unbounded; else for the scenario), naming each "
+                                           "that is only bounded or not proved."),
     ) -> None:
-        """Prove every safety property by k-induction; BMC to --depth for the rest. Exit 1 on a violation."""
+        """Prove every safety property by k-induction; BMC to --depth for the rest (no counterexample up to
+        that depth: not a proof). Exit 1 on a violation, and with --require-proof on any property not proved."""
         if engine:
             given = [o for o, v in (("--scenario", scenario), ("--depth", depth), ("--path-out", path_out),
                                     ("--release", release), ("--publication", publication),
                                     ("--coordination", coordination)) if v is not None]
+            given += ["--require-proof"] if require_proof else []
             if given or unbounded or variant != "correct":
                 raise usage_error("--engine checks the engine against the spec over its own configurations; it takes "
                                   f"no {', '.join(given) or ('--unbounded' if unbounded else '--variant')}")
@@ -92,5 +103,6 @@ def register(app: typer.Typer) -> None:
                                     ("--coordination", coordination)) if v is not None]
             if given or max_k != 2:
                 raise usage_error(f"--unbounded proves for all sizes; it takes no {', '.join(given) or '--max-k'}")
-            prove_unbounded_command(variant, release, publication, timeout, as_json)
-        prove_bounded_command(scenario, variant, depth, max_k, release, publication, coordination, path_out, as_json)
+            prove_unbounded_command(variant, release, publication, timeout, as_json, require_proof)
+        prove_bounded_command(scenario, variant, depth, max_k, release, publication, coordination, path_out, as_json,
+                              require_proof)

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from flightcheck.checks.cli.common import scenario_named, scenario_policies, variant_named
 from flightcheck.checks.errors import usage_error
+from flightcheck.checks.strength import induction_claim, not_proofs
 from flightcheck.checks.suite.defaults import PROVE_DEPTH, is_mutant, variant_scenario
 from flightcheck.spec.scenario import RELEASES, Scenario
 from flightcheck.spec.variants import VARIANTS
@@ -33,7 +34,8 @@ def _mutant_depth(variant: str, scn: Scenario) -> tuple[int, str]:
 
 
 def _result_json(spec: Any, r: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": r.property, "status": r.status, "k": r.k, "seconds": round(r.seconds, 4)}
+    out: dict[str, Any] = {"name": r.property, "status": r.status, "k": r.k, "seconds": round(r.seconds, 4),
+                           "claim": induction_claim(r.status, r.k).to_json()}
     if r.support:
         out["support"] = list(r.support)
     if r.counterexample is not None:
@@ -50,8 +52,9 @@ def _uses(support: tuple[str, ...]) -> str:
 
 def prove_bounded_command(scenario: Optional[str], variant: str, depth: Optional[int], max_k: int,
                           release: Optional[str], publication: Optional[str], coordination: Optional[str],
-                          path_out: Optional[Path], as_json: bool) -> None:
-    """``prove`` without ``--unbounded`` or ``--engine`` (see ``flightcheck prove --help``)."""
+                          path_out: Optional[Path], as_json: bool, require_proof: bool = False) -> None:
+    """``prove`` without ``--unbounded`` or ``--engine`` (see ``flightcheck prove --help``); with
+    ``require_proof``, exit 1 unless every property is proved (a bounded one names itself)."""
     if (depth is not None and depth < 0) or not 1 <= max_k <= 5:
         raise usage_error(f"--depth must be >= 0 and --max-k 1..5; got depth={depth}, max-k={max_k}")
     variant_named(variant)
@@ -60,7 +63,7 @@ def prove_bounded_command(scenario: Optional[str], variant: str, depth: Optional
     from flightcheck.checks.proofs.induction import prove as run_prove
 
     console = Console()
-    runs, violated = [], False
+    runs, violated, weak = [], False, []
     for policy_scn in scenario_policies(scn, release, publication, coordination,
                                         (scn.policy.release,) if demo else RELEASES):
         spec = VARIANTS[variant].build(policy_scn)
@@ -75,6 +78,8 @@ def prove_bounded_command(scenario: Optional[str], variant: str, depth: Optional
                 "scenario": scn.name, "variant": variant, "policy": dataclasses.asdict(spec.policy),
                 "property": first.property, "counterexample": first.counterexample.actions}, indent=2) + "\n")
         violated |= not report.ok
+        claims = {r.property: induction_claim(r.status, r.k) for r in report.results if r.status != "violated"}
+        weak += [f"{line} under {spec.policy.label()}" for line in not_proofs(claims)]
         runs.append({"policy": spec.policy.label(), "release": spec.policy.release, "depth": run_depth,
                      "seconds": round(report.seconds, 3), "bmc_seconds": round(report.bmc_seconds, 3),
                      "properties": [_result_json(spec, r) for r in report.results],
@@ -86,8 +91,7 @@ def prove_bounded_command(scenario: Optional[str], variant: str, depth: Optional
             table.add_column(col)
         for r in report.results + report.lemmas:
             colour = {"proved": "green", "bounded": "yellow", "violated": "red"}[r.status]
-            word = {"proved": "proved", "bounded": f"holds to depth {r.k}, not proved",
-                    "violated": f"VIOLATED at depth {r.k}"}[r.status]
+            word = induction_claim(r.status, r.k).words() + (f" at depth {r.k}" if r.status == "violated" else "")
             lemma = " (lemma)" if r in report.lemmas else ""
             table.add_row(r.property + lemma, f"[{colour}]{word}[/]", str(r.k) if r.status == "proved" else "",
                           f"{r.seconds:.2f}", _uses(r.support))
@@ -100,5 +104,9 @@ def prove_bounded_command(scenario: Optional[str], variant: str, depth: Optional
                 console.print(r.cti.format(spec), markup=False, highlight=False)
     if as_json:
         print(json.dumps({"scenario": scn.name, "variant": variant, "depth": depth, "max_k": max_k,
-                          "ok": not violated, "runs": runs}, indent=2))
-    raise typer.Exit(1 if violated else 0)
+                          "ok": not violated, "proved": not violated and not weak, "not_proofs": weak,
+                          "runs": runs}, indent=2))
+    elif weak:
+        console.print(f"{'[bold red]--require-proof:[/] ' if require_proof else ''}not a proof: "
+                      + "; ".join(weak), highlight=False)
+    raise typer.Exit(1 if violated or (require_proof and weak) else 0)

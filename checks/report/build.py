@@ -28,9 +28,17 @@ import dataclasses
 import datetime
 from typing import Any, Iterable
 
+from flightcheck.checks.suite.claims import proof_claims, strength_cell, summary_line
 from flightcheck.checks.report.sections import (
     EquivEntry, EquivStep, ProofLine, ProofTable, PropertyColumn, Report, SummaryRow, VariantStory, VerdictLine,
 )
+
+def strength_counts(rows: list[dict[str, Any]]) -> str:
+    """The rows counted by what they establish (the summary's line), from their JSON form."""
+    from types import SimpleNamespace
+
+    return summary_line([SimpleNamespace(claim=r.get("claim")) for r in rows])
+
 
 STAGES_SHOWN = ("explore", "prove", "variants", "equiv", "conform", "workload")
 
@@ -107,16 +115,17 @@ def _variant(r: dict[str, Any]) -> VariantStory:
 def _proof(r: dict[str, Any]) -> ProofTable:
     ev = r["evidence"]
     lines = []
+    claims = proof_claims(ev) if "details" in ev else {}
     for name, d in ev.get("details", {}).items():
         cti = d.get("counterexample_to_induction") or {}
         lines.append(ProofLine(name, d["status"], d["k"], d.get("lemma", False), list(d.get("support", [])),
-                               cti.get("text", ""), list(d.get("counterexample") or [])))
+                               cti.get("text", ""), list(d.get("counterexample") or []), claims[name].words()))
     if not lines:  # rows from before the details were recorded: the verdict strings alone
         for name, v in ev.get("verdicts", {}).items():
             status, _, k = v.partition(" k=")
             lines.append(ProofLine(name, status, int(k or 0), False, []))
     return ProofTable(ev.get("scenario", r["item"]), _scenario(ev).policy.label() if "scenario" in ev else "",
-                      r["ok"], r["detail"], lines)
+                      r["ok"], r["detail"], lines, r["claim"]["says"] if r.get("claim") else "")
 
 
 def _equiv(r: dict[str, Any]) -> EquivEntry:
@@ -152,10 +161,11 @@ def build_report(rows: Iterable[Any], *, options: dict[str, Any] | None = None, 
     ok = all(r["ok"] for r in rows)
     report = Report(
         title="flightcheck check", ok=ok,
-        summary=[SummaryRow(r["stage"], r["item"], r["ok"], r["detail"], r.get("seconds", 0.0)) for r in rows],
+        summary=[SummaryRow(r["stage"], r["item"], r["ok"], r["detail"], r.get("seconds", 0.0),
+                            strength_cell(r.get("claim"))) for r in rows],
         generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), options=dict(options or {}),
         errors=sum(bool(r.get("error")) for r in rows),
-        missing=[s for s in STAGES_SHOWN if s not in by_stage])
+        missing=[s for s in STAGES_SHOWN if s not in by_stage], strength=strength_counts(rows))
     report.properties, report.verdicts = _verdicts(by_stage.get("explore", []))
     for r in by_stage.get("variants", []):
         if r["item"] != "(stage)":

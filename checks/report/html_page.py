@@ -109,6 +109,8 @@ def _header(r: Report) -> str:
     out = [f"<h1>{_e(r.title)} <span class=\"badge {'ok' if r.ok else 'fail'}\">{badge}</span></h1>",
            f"<p>{r.num_rows - failed} rows passed, {failed - r.errors} failed{errors}; generated {_e(r.generated)}; "
            f"options: {_e(opts)}.</p>"]
+    if r.strength:
+        out.append(f"<p>{_e(r.strength)}.</p>")
     out += [f'<div class="problem">not drawn: {_e(p)}</div>' for p in r.problems]
     if r.missing:
         out.append(f'<p class="muted">stages not run this time: {_e(", ".join(r.missing))}</p>')
@@ -207,13 +209,12 @@ def _proofs(r: Report) -> str:
         opened = " open" if (bounded or not t.ok) else ""
         rows = []
         for line in t.lines:
-            word = {"proved": f"proved (k={line.k})", "bounded": "holds to the BMC depth, not proved",
-                    "violated": "VIOLATED"}.get(line.status, line.status)
+            word = (line.says or line.status).replace("(k-induction)", f"(k-induction, k={line.k})")
             cls = {"proved": "ok", "bounded": "warn"}.get(line.status, "fail")
             rows.append([f"<code>{_e(line.property)}</code>" + (" <span class=\"muted\">(lemma)</span>" if line.lemma else ""),
                          f'<span class="{cls}">{_e(word)}</span>', _e(", ".join(line.support) or "-")])
         out.append(f"<details{opened}><summary>{_verdict(t.ok)} <b>{_e(t.scenario)}</b> "
-                   f"<span class=\"small\">{_e(t.policy)}</span>: {_e(t.detail)}</summary>"
+                   f"<span class=\"small\">{_e(t.policy)}</span>: {_e(t.says + ': ' if t.says else '')}{_e(t.detail)}</summary>"
                    + _table(["property", "verdict", "invariants the proof used (unsat core)"], rows))
         for line in bounded:
             if line.cti:
@@ -289,9 +290,10 @@ def _tradeoff(r: Report) -> str:
 
 
 def _all_rows(r: Report) -> str:
-    rows = [[_e(s.stage), _e(s.item), _verdict(s.ok), _e(s.detail), f'<span class="num">{s.seconds:.1f}</span>']
-            for s in r.summary]
-    return '<h2 id="rows">Every row of the check</h2>' + _table(["stage", "item", "verdict", "detail", "s"], rows)
+    rows = [[_e(s.stage), _e(s.item), _verdict(s.ok), _e(s.strength), _e(s.detail),
+             f'<span class="num">{s.seconds:.1f}</span>'] for s in r.summary]
+    return '<h2 id="rows">Every row of the check</h2>' + _table(["stage", "item", "verdict", "strength", "detail", "s"],
+                                                                   rows)
 
 
 def report_html(r: Report, pages: dict[int, str] | None = None, svgs: dict[int, str] | None = None) -> str:

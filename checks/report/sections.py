@@ -28,6 +28,7 @@ class SummaryRow:
     ok: bool
     detail: str
     seconds: float
+    strength: str = ""  # what the row establishes, in short (checks/strength.py); "" when it claims no property
 
 
 @dataclass
@@ -95,6 +96,7 @@ class ProofLine:
     support: list[str]
     cti: str = ""               # a bounded property's counterexample to induction, as text
     counterexample: list[str] = field(default_factory=list)
+    says: str = ""              # its claim's words: "proved for all sizes", "no counterexample up to depth 2 (not a proof)"
 
 
 @dataclass
@@ -106,6 +108,7 @@ class ProofTable:
     ok: bool
     detail: str
     lines: list[ProofLine]
+    says: str = ""  # the row's claim: as strong as its weakest property
 
 
 @dataclass
@@ -187,6 +190,7 @@ class Report:
     tradeoff: Tradeoff | None = None
     missing: list[str] = field(default_factory=list)   # stages not run, named so an absent section is explained
     problems: list[str] = field(default_factory=list)  # what could not be recomputed for the report, and why
+    strength: str = ""  # the rows counted by what they establish (checks/suite/claims.py's summary line)
 
     @property
     def num_rows(self) -> int:

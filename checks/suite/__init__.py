@@ -4,7 +4,9 @@
   summary, writes the report, turns the rows into a verdict (ok, failed or error) and records figures;
 - ``stages``: one function per stage, ``stage(ctx) -> list[Row]``, over the default scenarios;
 - ``expect``: the recorded figures (``expectations.json``), their schema, comparison and merging;
-- ``defaults``: the scenario and depth each pair of designs is compared on (``check`` and ``equiv``).
+- ``defaults``: the scenario and depth each pair of designs is compared on (``check`` and ``equiv``);
+- ``claims``: what each row establishes (proved for all sizes, for its scenario, or only bounded), the
+  summary's count of them, and ``--require-proof``.
 
 The command line (:mod:`flightcheck.checks.cli`) only parses ``check``'s options and calls
 :func:`~flightcheck.checks.suite.job.run_suite`; a room that needs a row (the server campaign, the

@@ -35,6 +35,8 @@ from rich.console import Console
 from rich.table import Table
 
 from flightcheck.checks.cluster import Cluster, ClusterError
+from flightcheck.checks.suite.claims import annotate, counts, strength_cell, summary_line
+from flightcheck.checks.suite.claims import require_proof as claim_rule
 
 
 @dataclass
@@ -48,6 +50,9 @@ class Row:
     seconds: float = 0.0
     evidence: dict[str, Any] = field(default_factory=dict)  # JSON-ready: properties, paths, counts
     error: bool = False  # flightcheck itself failed here: not a verdict on what was checked (ok is False)
+    # What the row establishes (:mod:`flightcheck.checks.suite.claims`, JSON-ready), set by the job from the
+    # evidence: proved for all sizes, for its scenario, only bounded... None: the row checks no property.
+    claim: dict[str, Any] | None = None
 
 
 def verdict(rows: list[Row]) -> str:
@@ -105,7 +110,7 @@ def write_report(rows: list[Row], out_dir: Path, options: dict[str, Any], model:
 def run_suite(*, as_json: bool = False, quick: bool = False, budget: float | None = None, model: str = "tiny",
               record: bool = False, save_dir: Path | None = None, stages: list[str] | None = None,
               report_dir: Path | None = None, expectations: Path | None = None, scheduler: str | None = None,
-              workers: int | None = None) -> str:
+              workers: int | None = None, require_proof: bool = False) -> str:
     """Run every stage (or those named), print the summary (or JSON), and return the verdict: "ok" when
     everything passed, "failed" when a check failed, "error" when flightcheck itself failed.
 
@@ -115,7 +120,9 @@ def run_suite(*, as_json: bool = False, quick: bool = False, budget: float | Non
     ``expectations`` is the recorded figures file (default: the package's). ``report_dir`` writes the
     HTML report there and names it in the last line. The heavy stages spread their items over
     ``scheduler`` (a Dask scheduler's address) or, by default, an embedded Dask cluster of ``workers``
-    processes (default: one per core, at most two); see :mod:`flightcheck.checks.cluster`."""
+    processes (default: one per core, at most two); see :mod:`flightcheck.checks.cluster`.
+    ``require_proof`` fails every row that checks properties without proving them (only bounded, or not
+    proved; see :func:`~flightcheck.checks.suite.claims.require_proof`)."""
     from flightcheck.checks.suite.expect import EXPECTATIONS_PATH, Expectations
 
     from flightcheck.checks.suite.stages import Context
@@ -132,11 +139,12 @@ def run_suite(*, as_json: bool = False, quick: bool = False, budget: float | Non
         ctx = Context(quick=quick, expect=book, budget=budget, model=model, save_dir=save_dir or Path("."),
                       cluster=cluster)
         return _run(ctx, console, book, book_path, as_json=as_json, quick=quick, budget=budget, model=model,
-                    record=record, stages=stages, report_dir=report_dir)
+                    record=record, stages=stages, report_dir=report_dir, require_proof=require_proof)
 
 
 def _run(ctx: Any, console: Console, book: Any, book_path: Path, *, as_json: bool, quick: bool,
-         budget: float | None, model: str, record: bool, stages: list[str] | None, report_dir: Path | None) -> str:
+         budget: float | None, model: str, record: bool, stages: list[str] | None, report_dir: Path | None,
+         require_proof: bool = False) -> str:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     todo = [(s, p) for s, p, needs_model in STAGES if not (quick and needs_model) and (stages is None or s in stages)]
@@ -173,11 +181,14 @@ def _run(ctx: Any, console: Console, book: Any, book_path: Path, *, as_json: boo
                 progress.console.print(f"{stage}: {len(mine)} rows, {said} ({time.perf_counter() - t:.1f} s)",
                                        highlight=False)
             progress.advance(task)
+        annotate(rows)
+        not_proved = claim_rule(rows) if require_proof else []
         report_path = None
         if report_dir is not None:
             progress.update(task, description="writing the report")
             t = time.perf_counter()
-            options = {"quick": quick, "budget": budget, "model": model, "stages": ",".join(stages) if stages else None}
+            options = {"quick": quick, "budget": budget, "model": model, "stages": ",".join(stages) if stages else None,
+                       "require_proof": require_proof}
             try:
                 report_path, problems = write_report(rows, report_dir, options, model)
                 if problems:
@@ -200,16 +211,17 @@ def _run(ctx: Any, console: Console, book: Any, book_path: Path, *, as_json: boo
     if as_json:
         # stdout is the JSON alone (the report's path is in it), so a CI system can parse it whole.
         print(json.dumps({"verdict": result, "report": str(report_path) if report_path else None,
-                          "recorded": recorded, "rows": [asdict(r) for r in rows]}))
+                          "recorded": recorded, "strength": counts(rows), "not_proofs": not_proved,
+                          "rows": [asdict(r) for r in rows]}))
         if refused is not None:
             raise refused
         return result
     table = Table(title="flightcheck check")
-    for col in ("stage", "item", "verdict", "detail", "s"):
+    for col in ("stage", "item", "verdict", "strength", "detail", "s"):
         table.add_column(col, justify="right" if col == "s" else "left")
     for r in rows:
         shown = "[green]ok[/]" if r.ok else "[bold red]ERROR[/]" if r.error else "[bold red]FAIL[/]"
-        table.add_row(r.stage, r.item, shown, r.detail, f"{r.seconds:.1f}")
+        table.add_row(r.stage, r.item, shown, strength_cell(r.claim), r.detail, f"{r.seconds:.1f}")
     console.print(table)
     for r in rows:
         report = r.evidence.get("report") or (r.evidence.get("failure") or {}).get("report")
@@ -220,6 +232,10 @@ def _run(ctx: Any, console: Console, book: Any, book_path: Path, *, as_json: boo
     colour = "green" if result == "ok" else "bold red"
     console.print(f"[{colour}]{len(rows) - failed - errors} passed, {failed} failed"
                   + (f", {errors} error (flightcheck itself failed: the run is not a verdict)" if errors else "") + "[/]")
+    console.print(summary_line(rows), markup=False, highlight=False)
+    if not_proved:
+        console.print(f"[bold red]--require-proof: {len(not_proved)} row(s) prove nothing:[/] "
+                      + "; ".join(not_proved), highlight=False)
     if recorded is not None:
         console.print(f"recorded: {recorded['path']} ({recorded['items']} figures of {', '.join(recorded['sections'])}"
                       + (f"; dropped, no longer produced: {recorded['dropped']}" if recorded["dropped"] else "")

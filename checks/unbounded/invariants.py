@@ -133,7 +133,7 @@ def termination_validated(m: Any, s: Any) -> Any:
     return s.g_term == 0
 
 
-@_prop("After-prefill releases only once the leader's shareable pages are published (or the leader terminated).",
+@_prop("After-prefill releases a live leader's flight only once every page of the leader's prompt is published (ready in the cache); a terminated leader's flight may go at once.",
        lambda c: c.single_flight and c.release == "after-prefill")
 def release_after_publication(m: Any, s: Any) -> Any:
     return Not(s.g_early)

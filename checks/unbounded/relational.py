@@ -390,6 +390,14 @@ class RelModel:
         prompts share."""
         return And(self.pins(s, f, k), self.on_path(j, k))
 
+    def released_early(self, s: RelState, f: Any) -> Any:
+        """Releasing ``f`` now is early (the spec's ``released_early``): its leader is live and, after
+        prefill, some page on its prompt's path is not ready in the cache."""
+        live = Not(self.terminated(s, f))
+        if self.config.release == "after-prefill":
+            return And(live, self.sig.exists("P", lambda k: And(self.on_path(f, k), s.pg(k) != READY)))
+        return live
+
     def u_release(self, s: RelState, f: Any) -> RelState:
         cf = self.sig.cls(f)
         freed = lambda j: And(j != f, self.sig.cls(j) == cf, s.mem(j, f), s.ph(j) == BLOCKED)  # noqa: E731
@@ -399,7 +407,7 @@ class RelModel:
         waiter = lambda j: And(waiting(j), Not(stays(j)))  # noqa: E731  freed: goes to admission
         pinned = lambda j, k: If(freed(j), self.pins(s, f, k), If(waiter(j), self.waiter_pins(s, f, j, k), s.hold(j, k)))  # noqa: E731
         return s.update(
-            g_early=Or(s.g_early, Not(self.at_release_point(s, f))),
+            g_early=Or(s.g_early, self.released_early(s, f)),
             fl=lambda g: And(g != f, s.fl(g)),
             idx=lambda c, g: And(c != cf, s.idx(c, g)),
             ph=lambda j: If(Or(freed(j), waiter(j)), WAITING, s.ph(j)),
