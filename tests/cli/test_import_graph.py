@@ -109,3 +109,21 @@ def test_check_since_loads_no_heavy_library_before_its_rows(tmp_path):
                       stop_at="flightcheck.checks.suite.job:run_suite")
     assert "IMPORT-SPY-STOPPED" in out and "running" in out  # up to the first row, not past it
     assert_light("check --since", loaded)
+
+
+def test_the_command_table_names_each_command_and_a_one_command_app_says_what_the_full_one_says():
+    """The console script builds only the named command's module (checks/cli/app.py, COMMANDS): the
+    table must name every command, and the app of one command must answer as the whole app does."""
+    import typer.main
+    from typer.testing import CliRunner
+
+    from flightcheck.checks.cli.app import COMMANDS, build_app
+
+    full = build_app()
+    assert sorted(typer.main.get_command(full).commands) == sorted(COMMANDS)
+    runner = CliRunner()
+    for command in COMMANDS:
+        one = build_app(command)
+        assert list(typer.main.get_command(one).commands) == [command]
+        expected, got = (runner.invoke(app, [command, "--help"], env={"COLUMNS": "100"}) for app in (full, one))
+        assert (got.exit_code, got.output) == (expected.exit_code, expected.output), command
