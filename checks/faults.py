@@ -121,6 +121,13 @@ def _click_exits() -> tuple[type[BaseException], ...]:
     return (click.exceptions.Exit, click.ClickException, click.exceptions.Abort)
 
 
+def _model_file_errors() -> tuple[type[BaseException], ...]:
+    """The engine's ModelFileError when a command loaded its module (it cannot be raised otherwise):
+    importing flightcheck.impl loads OpenBLAS, which explore, validate and check do not need."""
+    module = sys.modules.get("flightcheck.impl.model_file")
+    return (module.ModelFileError,) if module is not None and hasattr(module, "ModelFileError") else ()
+
+
 class FaultHandlingGroup(TyperGroup):
     """The ``flightcheck`` command group: an exception a command lets escape is bad input (exit 2) when
     it is an input or model-file error, and a fault of flightcheck (exit 3) otherwise; never exit 1."""
@@ -128,13 +135,12 @@ class FaultHandlingGroup(TyperGroup):
     def invoke(self, ctx: click.Context) -> Any:
         from flightcheck.checks.errors import usage_error
         from flightcheck.checks.inputs import InputError
-        from flightcheck.impl.model_file import ModelFileError
 
         try:
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, TyperException, *_click_exits(), KeyboardInterrupt):
             raise  # typer's own usage errors (its vendored click's BadParameter...) and exits: typer prints them
-        except (InputError, ModelFileError) as error:
+        except (InputError, *_model_file_errors()) as error:
             raise usage_error(str(error)) from None
         except BrokenPipeError:  # `flightcheck ... | head`: the reader left; not a fault and not a verdict
             try:  # as Python's docs advise: point stdout at nothing so that the exit's flush cannot fail again
