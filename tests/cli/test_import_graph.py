@@ -15,10 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from import_spy import HEAVY
 
 SPY = Path(__file__).with_name("import_spy.py")
-sys.path.insert(0, str(SPY.parent))
-from import_spy import HEAVY  # noqa: E402
 
 # What each path may load, out of HEAVY: the reference explorer, which `explore` runs below 250 states,
 # keeps its graph in networkx. Everything else is forbidden on these paths.
