@@ -38,12 +38,14 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
+
+if TYPE_CHECKING:
+    import click
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_FAULT = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a program whose reader left
@@ -103,9 +105,27 @@ def fault_message(error: BaseException, where: Path | None) -> str:
 
 def report_fault(error: BaseException) -> typer.Exit:
     """Write ``error``'s traceback to a file, print the one line, and return the exit (status 3) to raise."""
+    import click
+
     where = write_traceback(error)
     click.echo("error: " + fault_message(error, where), err=True)
     return typer.Exit(EXIT_FAULT)
+
+
+def _click_exits() -> tuple[type[BaseException], ...]:
+    """click's own exit, usage and abort exceptions, when click is loaded (none can be raised before): typer
+    has its own copy of click, so importing click for this alone would cost every command 10 ms."""
+    click = sys.modules.get("click")
+    if click is None or not hasattr(click, "ClickException"):
+        return ()
+    return (click.exceptions.Exit, click.ClickException, click.exceptions.Abort)
+
+
+def _model_file_errors() -> tuple[type[BaseException], ...]:
+    """The engine's ModelFileError when a command loaded its module (it cannot be raised otherwise):
+    importing flightcheck.impl loads OpenBLAS, which explore, validate and check do not need."""
+    module = sys.modules.get("flightcheck.impl.model_file")
+    return (module.ModelFileError,) if module is not None and hasattr(module, "ModelFileError") else ()
 
 
 class FaultHandlingGroup(TyperGroup):
@@ -115,14 +135,12 @@ class FaultHandlingGroup(TyperGroup):
     def invoke(self, ctx: click.Context) -> Any:
         from flightcheck.checks.errors import usage_error
         from flightcheck.checks.inputs import InputError
-        from flightcheck.impl.model_file import ModelFileError
 
         try:
             return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, TyperException, click.exceptions.Exit, click.ClickException,
-                click.exceptions.Abort, KeyboardInterrupt):
+        except (typer.Exit, typer.Abort, TyperException, *_click_exits(), KeyboardInterrupt):
             raise  # typer's own usage errors (its vendored click's BadParameter...) and exits: typer prints them
-        except (InputError, ModelFileError) as error:
+        except (InputError, *_model_file_errors()) as error:
             raise usage_error(str(error)) from None
         except BrokenPipeError:  # `flightcheck ... | head`: the reader left; not a fault and not a verdict
             try:  # as Python's docs advise: point stdout at nothing so that the exit's flush cannot fail again

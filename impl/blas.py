@@ -19,6 +19,7 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 # Why these paths: Debian's libopenblas0-pthread installs the library under the multiarch folder and
 # registers libopenblas.so.0 as an alternative; the openblas-pthread folder is the real file.
@@ -57,7 +58,21 @@ def _load_openblas() -> str | None:
 _MLX_WAS_LOADED_FIRST = "mlx.core" in sys.modules
 LOADED_PATH = _load_openblas()
 
-import mlx.core as mx  # noqa: E402  (must follow the BLAS load above)
+
+def _mlx() -> Any:
+    """``mlx.core``, imported on first use (after the BLAS load above, which importing this module did)."""
+    import mlx.core
+
+    globals()["mx"] = mlx.core
+    return mlx.core
+
+
+def __getattr__(name: str) -> Any:
+    """``mx`` on first use (PEP 562), so that importing :mod:`flightcheck.impl` for its configuration (the
+    command line's options) costs no MLX import; ``from flightcheck.impl.blas import mx`` imports it."""
+    if name == "mx":
+        return _mlx()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -93,6 +108,7 @@ _STATUS: BlasStatus | None = None
 
 def measure_matmul_gflops(size: int = 384, repeats: int = 6) -> float:
     """Times an fp32 ``size x size`` matmul on MLX's default device and returns GFLOP/s."""
+    mx = _mlx()
     a = mx.random.normal((size, size), key=mx.random.key(0))
     b = mx.random.normal((size, size), key=mx.random.key(1))
     mx.eval(a, b)
@@ -110,6 +126,7 @@ def blas_status() -> BlasStatus:
     """Measures once (about 0.1 s with the fast path) and caches the result."""
     global _STATUS
     if _STATUS is None:
+        mx = _mlx()
         _STATUS = BlasStatus(
             system=platform.system(),
             loaded_path=LOADED_PATH,

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from flightcheck.impl.config import MAX_SEED
 from flightcheck.impl.errors import InvalidSamplingError, shown
@@ -18,6 +17,10 @@ from flightcheck.impl.errors import InvalidSamplingError, shown
 # Sampling divides the logits by the temperature: below this the draw is greedy to float precision, and
 # near 0 the scaled logits overflow (5e-324 turns them into NaN probabilities and the step fails).
 MIN_TEMPERATURE = 1e-6
+
+if TYPE_CHECKING:  # numpy is imported by the sampler itself, so that `validate` (which reads Phase) needs none
+    import numpy as np
+
 # Far past any useful value (OpenAI's API stops at 2); beyond it a value is a typo, and 10**400 is not
 # even a float.
 MAX_TEMPERATURE = 100.0
@@ -94,11 +97,15 @@ class Sampler:
     """One request's token picker, holding its own random generator."""
 
     def __init__(self, params: SamplingParams, default_seed: int | tuple[int, ...]) -> None:
+        import numpy as np
+
         self.params = params
         self.rng = np.random.default_rng(params.seed if params.seed is not None else default_seed)
 
     def sample(self, logits: np.ndarray) -> int:
         """Picks the next token from one row of logits [vocab]."""
+        import numpy as np
+
         if self.params.temperature == 0:
             return int(np.argmax(logits))
         scaled = logits.astype(np.float64) / self.params.temperature

@@ -26,23 +26,43 @@ For example::
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Iterable, Sequence
 
-import numpy as _np
+# numpy and z3 are bound when first seen in sys.modules, never imported here: an array operand can only
+# exist once numpy is loaded, and a z3 term once z3 is, so the concrete path (the explorer, `validate`,
+# the command line) costs neither import (issue 44: start-up).
+_np: Any = None
+_z3: Any = None
 
-try:  # z3 is a hard dependency of the package, but the concrete path must not need it.
-    import z3 as _z3
-except ImportError:  # pragma: no cover - exercised only in stripped-down installs
-    _z3 = None
+
+class _Unseen:
+    """Stands for ``numpy.ndarray`` / ``z3.ExprRef`` until the library is loaded: no value has this type."""
+
+
+_NDARRAY: type = _Unseen
+_EXPRREF: type = _Unseen
+_UNBOUND = True  # one of the two libraries is not bound yet
+
+
+def _bind() -> None:
+    """Bind numpy and z3 if they have been imported (by whoever builds arrays or terms)."""
+    global _np, _NDARRAY, _z3, _EXPRREF, _UNBOUND
+    if _np is None and (np := sys.modules.get("numpy")) is not None and hasattr(np, "ndarray"):
+        _np, _NDARRAY = np, np.ndarray
+    if _z3 is None and (z3 := sys.modules.get("z3")) is not None and hasattr(z3, "ExprRef"):
+        _z3, _EXPRREF = z3, z3.ExprRef
+    _UNBOUND = _np is None or _z3 is None
 
 
 def is_symbolic(x: Any) -> bool:
     """True when ``x`` is a z3 expression rather than a concrete Python value."""
-    return _z3 is not None and isinstance(x, _z3.ExprRef)
+    if _z3 is None:
+        _bind()
+    return isinstance(x, _EXPRREF)
 
 
 _PLAIN = (bool, int)
-_NDARRAY = _np.ndarray
 
 
 class _Z3:
@@ -128,6 +148,8 @@ def _kind(xs: Sequence[Any]) -> Any:
     # The concrete path is the explorer's hot loop: plain bools and ints are recognised by type alone.
     for x in xs:
         if type(x) not in _PLAIN:
+            if _UNBOUND:
+                _bind()
             if type(x) is _NDARRAY:
                 return _NUMPY_KIND
             if is_symbolic(x):

@@ -65,9 +65,7 @@ def register(app: typer.Typer) -> None:
         from flightcheck.checks.explore.choose import ENGINES
         from flightcheck.checks.explore.explorer import StateLimitExceeded
         from flightcheck.checks.explore.job import ExploreJob, JobError, draw, result_json
-        from flightcheck.checks.explore.picture import RenderError
         from flightcheck.checks.explore.report import print_result
-        from flightcheck.checks.explore.state_graph import GraphTooLarge
 
         check_choice("engine", engine, ENGINES)
         policy_changes(policy)  # a bad choice is refused before anything is built
@@ -96,6 +94,9 @@ def register(app: typer.Typer) -> None:
         except (JobError, StateLimitExceeded) as e:
             raise usage_error(str(e))
         if render is not None:
+            from flightcheck.checks.explore.picture import RenderError
+            from flightcheck.checks.explore.state_graph import GraphTooLarge  # numpy: only when drawing
+
             try:
                 draw(result, render, VARIANTS[variant].expected_violation)
             except (RenderError, GraphTooLarge) as e:

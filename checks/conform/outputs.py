@@ -33,9 +33,10 @@ For example::
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where the logits are read: `validate` of a log without a model needs none
+    import numpy as np
 
 LOGIT_TOLERANCE = 1e-3        # how far below the row's largest logit a greedy token may be
 PROBABILITY_TOLERANCE = 1e-4  # how far outside a sampled token's interval the draw may fall
@@ -48,6 +49,8 @@ def reference_logits(model: Any, tokens: Sequence[int], start: int = 0) -> np.nd
     """The model's logits after each token of ``tokens[start:]`` ([len - start, vocab], float64), from one
     pass over all of ``tokens`` on a fresh contiguous cache (the output head only on the rows asked for:
     SmolLM2's has 49,152 of them); remembered for the last few sequences, since runs repeat them."""
+    import numpy as np
+
     from flightcheck.impl.blas import mx
 
     key = (id(model), tuple(int(t) for t in tokens), start)
@@ -75,6 +78,8 @@ def output_problems(model: Any, prompt: Sequence[int], outputs: Sequence[int], p
     sampled = params.temperature != 0
     if sampled and (params.seed is None or params.top_p < 1.0):
         return []
+    import numpy as np
+
     rows = reference_logits(model, list(prompt) + list(outputs[:-1]), len(prompt) - 1)
     rng = np.random.default_rng(params.seed) if sampled else None
     for k, (token, row) in enumerate(zip(outputs, rows)):

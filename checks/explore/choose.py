@@ -23,12 +23,14 @@ For example::
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from flightcheck.checks.explore.batched import Progress, explore_batched
 from flightcheck.checks.explore.explorer import StateLimitExceeded, explore
 from flightcheck.checks.explore.result import ExploreResult
 from flightcheck.spec.properties import Property
+
+if TYPE_CHECKING:  # the batched explorer (numpy, numba, scipy) is imported only when it runs
+    from flightcheck.checks.explore.batched import Progress
 
 ENGINES: tuple[str, ...] = ("auto", "reference", "batched", "compiled")
 # States up to which "auto" uses the reference explorer: about where the two cost the same (BENCHMARKS.md).
@@ -62,6 +64,8 @@ def explore_with(spec: Any, *, engine: str = "auto", symmetry: bool = True, max_
         except StateLimitExceeded:
             if max_states <= AUTO_THRESHOLD:
                 raise
+    from flightcheck.checks.explore.batched import explore_batched
+
     return explore_batched(spec, symmetry=symmetry, max_states=max_states, properties=properties,
                            memory_limit=memory_limit, keep_edges=keep_edges, progress=progress,
                            compiled=engine == "compiled")
