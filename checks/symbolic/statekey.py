@@ -13,7 +13,8 @@ come two reductions, each with a switch that turns it off:
 Why tombstones, measured (BENCHMARKS.md, "The engine stage"): with three or four requests over three
 pages most states hold one to three finished, aborted or failed requests, and the states that differ
 only in how those ended multiply the space: N=3,M=3 single-flight 6,814 states keyed with endings,
-2,732 without, and N=4,M=3 more than 55,000 unfinished after 300 s, 18,127 without. The other
+2,633 without; N=4,M=3 single-flight unfinished past 55,000 states (157 s of CPU) with endings, covered
+whole in 16,781 without (67 s). The other
 reductions the issue names measured worse here: keying by the spec's abstraction instead (the
 "check each command from every reachable spec state" reading) merges little (N=3,M=3 single-flight:
 5,555 abstract states for 6,814 engine states) and is unsound where the engine is deterministic and

@@ -6,7 +6,7 @@ import pytest
 
 from flightcheck.checks.conform.mutants import MUTANTS
 from flightcheck.checks.conform.program import Program
-from flightcheck.checks.symbolic.bound import BRANCHES, TEMPLATES, Bound, parse_bound
+from flightcheck.checks.symbolic.bound import BRANCHES, CONFIGS, TEMPLATES, Bound, parse_bound
 from flightcheck.checks.symbolic.check import check_engine
 from flightcheck.checks.symbolic.counterexample import replay_program
 from flightcheck.checks.symbolic.exhaustive import enumerate_states
@@ -204,6 +204,8 @@ def test_the_full_engine_stage_runs_the_bound_that_catches_it():
         c = parse_bound(b)
         assert any(c.num_requests <= q.num_requests and c.num_pages == q.num_pages for q in quick), b
     assert {c for b, c in engine_items(quick=True) if b == "3,3"} == {"single-flight", "promote", "prefix"}
+    # The full check reaches four requests under every configuration (issue 43).
+    assert {c for b, c in engine_items(quick=False) if parse_bound(b).num_requests >= 4} == set(CONFIGS)
 
 
 def test_the_quick_engine_stage_fails_on_a_wrong_heir_and_names_the_abort(monkeypatch):
