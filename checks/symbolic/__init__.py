@@ -6,7 +6,9 @@ own public commands (``add_request``, ``can_admit``/``admit``, ``can_prefill``/`
 pages), and at each state checks, action by action, that the engine's guard agrees with the spec's guard
 on the state's abstraction and that the command's events and resulting state agree with the spec's update
 (:mod:`~flightcheck.checks.symbolic.obligations`). Two strategies cover the bound: exhaustive enumeration
-of the reachable states (:mod:`~flightcheck.checks.symbolic.exhaustive`, the default) and CrossHair's
+of the reachable states, one per class of states the engine cannot tell apart
+(:mod:`~flightcheck.checks.symbolic.exhaustive`, the default; the classes and why they are sound:
+:mod:`~flightcheck.checks.symbolic.statekey`) and CrossHair's
 symbolic execution of the same harness over symbolic command codes
 (:mod:`~flightcheck.checks.symbolic.crosshair_run`). CrossHair runs the engine's code unmodified but
 costs about 3-4 s a path here and merges no states (bound N=1, M=3: every 2-command path, 19 paths, in

@@ -4,8 +4,9 @@ The check never runs the MLX model: :class:`FixedLogitsRunner` answers every for
 logits row (token 7 wins), so prefill and decode run the engine's real bookkeeping and sample a real,
 deterministic token. :class:`Command` names one of the engine's public guard/command pairs at a state;
 :func:`enabled_commands` lists those whose engine guard holds, :func:`execute` runs one (on a copy
-:func:`thaw` makes of a state :func:`freeze` saved once), and :func:`state_key` names an engine state up
-to the names of its pages and requests, so that the enumeration visits each class of states once.
+:func:`thaw` makes of a state :func:`freeze` saved once); :func:`~flightcheck.checks.symbolic.statekey.state_key`
+(re-exported here) names an engine state up to the names of its pages and requests and the endings of the
+requests that hold nothing, so that the enumeration visits each class of states once.
 
 The engine guards (the adapter table's, :data:`~flightcheck.checks.conform.adapter.ADAPTER`, with the
 step loop's order, :data:`DISCIPLINE`), as the engine's own ``step`` composes them (the step publishes
@@ -39,6 +40,7 @@ import numpy as np
 
 from flightcheck.checks.conform.adapter import ADAPTER, Submission
 from flightcheck.checks.symbolic.bound import Bound
+from flightcheck.checks.symbolic.statekey import state_key
 from flightcheck.impl.config import EngineConfig
 from flightcheck.impl.engine import Engine
 from flightcheck.impl.errors import UnknownRequestError
@@ -203,175 +205,6 @@ def execute(engine: Engine, bound: Bound, command: Command) -> None:
         arg = Submission(tuple(tokens), max_tokens)
     ADAPTER[command.name].command(engine, arg)
 
-
-# Why requests may be renamed (the symmetry reduction of :func:`state_key`), and how far. The engine and
-# the spec read a request ID as a name (dict keys, queue, follower and waiter entries, the released set, a
-# flight's ID, which is its founder's request ID; the spec's request index likewise), never as a number,
-# with two exceptions. (1) Under prefix coordination a new leader waits via the open flight whose leader
-# arrived first among those sharing the most pages (``Coordinator.can_wait_via`` takes the least leader
-# ID; the spec's ``via_choice`` the earliest leader index, its only use of index order). So, under prefix
-# coordination, the key lists the open flights in that order and keeps the arrival order of every request
-# that leads an open flight or may come to lead one (a follower, by promotion: once it leads, its order
-# against the other leaders is read); two states that differ in that order never share a key. Under the
-# other coordinations no order of IDs is read at all. (2) A new arrival takes an ID above every existing
-# one, which any renaming of the existing IDs keeps. Dict orders are not read either:
-# ``Scheduler.requests`` and ``Coordinator.flights`` are searched for a unique match, never for a first
-# one; the orders that are read (the waiting and running queues, a flight's followers and waiters, the
-# cache's publication order) are in the key as sequences. What a request is (its length, page keys,
-# max_tokens; its flight's input) is read from the request, not from its ID, and the key carries it in a
-# live request's row (:func:`_template`) and its flight's entry, so a renaming moves it with the request.
-# A terminated request's row shows only its phase, whether it expired and the pages it still holds, as
-# the key did before the reduction (nothing the engine does later reads its prompt; a refused notice
-# names it by its ID, which the renaming carries along). On the spec side each engine state is checked
-# under its own tracker (the spec's requests in that state's arrival order), so the spec action a command
-# performs is renamed with the command. Hence a renaming that keeps the order in (1) maps every command,
-# event, abstraction and obligation of one state onto those of the other: one state per class is checked
-# and explored, and what it finds (or not) holds for the whole class. tests/symbolic/
-# test_symbolic_symmetry.py checks this by brute force at small bounds (every state of a class has the
-# same successor classes and findings); it found the follower case of (1), which a first version missed.
-
-
-def _template(request: Any) -> tuple:
-    """What the engine reads of a request, apart from its ID, progress and flight: its length, its
-    ``max_tokens`` and the keys of its shareable pages. Not its whole prompt: the rest of it (a tail in
-    a page never shared) is read only to join a flight on arrival, and a flight's input is in the
-    flight's entry of the key; so two prompts that differ only in such a tail (the tree's P1 and P2) are
-    told apart exactly while one of them is in a flight, as the key did before the reduction."""
-    return request.num_tokens, request.sampling.max_tokens, tuple(request.page_keys)
-
-
-def _flights_in_order(coord: Any) -> list[tuple[int, Any]]:
-    """The open flights ``(ID, flight)`` in their current leaders' arrival order (least request ID first)."""
-    return sorted(coord.flights.items(), key=lambda item: item[1].leader_request_id)
-
-
-def _renamings(sched: Any, cache_label: dict[int, int]) -> list[dict[int, int]]:
-    """The renamings of request IDs :func:`state_key` tries: the IDs in use, handed out in the order of a
-    rename-free signature of each request (its template, phase, role, counters, queue, follower and
-    flight positions, the cached pages it holds; of a terminated one only what the key shows); requests
-    that tie on it are tried in every order."""
-    import itertools
-
-    reqs = list(sched.requests.values())
-    if len(reqs) < 2:
-        return [{}]  # nothing to rename
-    coord = sched.coordinator
-    place: dict[int, tuple] = {}
-    for flight in coord.flights.values():
-        for k, rid in enumerate(flight.follower_request_ids):
-            place[rid] = (1, k)
-        for k, rid in enumerate(flight.via_request_ids):
-            place[rid] = (2, k)
-    for k, (fid, _f) in enumerate(_flights_in_order(coord)):
-        place[fid] = place.get(fid, (0, 0)) + (3, k)  # founded the k-th open flight (its ID is the flight's)
-    waiting = {r.request_id: k for k, r in enumerate(sched.waiting)}
-    running = {r.request_id: k for k, r in enumerate(sched.running)}
-    released = coord.released_request_ids
-
-    def signature(r: Any) -> tuple:
-        held = tuple(cache_label.get(p, -1) for p in r.block_table)
-        if not r.phase.is_live:  # only what the key shows of a terminated request
-            return (1, r.phase.value, r.is_expired, place.get(r.request_id, (0, 0)), held)
-        return (0, _template(r), r.phase.value, r.role, r.num_computed, r.num_hit_pages, r.num_published,
-                r.num_pages_reserved, len(r.output_token_ids), r.is_expired, r.request_id in released,
-                place.get(r.request_id, (0, 0)), waiting.get(r.request_id, -1), running.get(r.request_id, -1), held)
-
-    ids = sorted(r.request_id for r in reqs)
-    signed = sorted(((signature(r), r.request_id) for r in reqs), key=lambda item: item[0])
-    runs: list[list[int]] = []
-    for k, (sig, rid) in enumerate(signed):
-        if k and signed[k - 1][0] == sig:
-            runs[-1].append(rid)
-        else:
-            runs.append([rid])
-    if all(len(run) == 1 for run in runs):
-        return [dict(zip([rid for _sig, rid in signed], ids))]
-    out = []
-    for order in itertools.product(*[itertools.permutations(run) for run in runs]):
-        out.append(dict(zip([rid for run in order for rid in run], ids)))
-    return out
-
-
-def _key_under(engine: Engine, rename: dict[int, int], cached: list[tuple[str, int]]) -> tuple:
-    """The state key of ``engine`` with its request IDs renamed by ``rename`` (see :func:`state_key`)."""
-    sched = engine.scheduler
-    pool, coord = sched.pool, sched.coordinator
-    label: dict[int, int] = {}
-
-    def name(page_id: int) -> int:
-        return label.setdefault(page_id, len(label))
-
-    def rid(x: int | None) -> int:
-        return -1 if x is None else rename.get(x, x)
-
-    cache = tuple((key, name(p)) for key, p in cached)
-    rows = []
-    for r in sorted(sched.requests.values(), key=lambda r: rename.get(r.request_id, r.request_id)):
-        table = tuple(map(name, r.block_table))
-        if r.phase.is_live:
-            rows.append((rid(r.request_id), r.phase.value, _template(r), r.role, rid(r.flight_id), table,
-                         r.num_computed, r.num_hit_pages, r.num_published, r.num_pages_reserved,
-                         len(r.output_token_ids), r.is_expired))
-        else:
-            rows.append((rid(r.request_id), r.phase.value, table, r.is_expired))
-    clocks = sorted({pool.pages[p].last_used for p in label})
-    pages = tuple((pool.pages[p].ref_count, pool.pages[p].key or "", pool.pages[p].index,
-                   clocks.index(pool.pages[p].last_used)) for p in label)
-    flights = tuple((rid(fid), f.input_token_ids, rid(f.leader_request_id), tuple(map(rid, f.follower_request_ids)),
-                     f.is_leader_live, f.page_keys, rid(f.via_flight_id), tuple(map(rid, f.via_request_ids)))
-                    for fid, f in _flights_in_order(coord))
-    members: tuple[int, ...] = ()
-    if coord.coordination == "prefix":
-        # The open flights stay in their leaders' arrival order, and the arrival order of every request
-        # that leads an open flight or may come to lead one (a follower, by promotion) is kept: the order
-        # of IDs a later via choice reads (see above _template).
-        members = tuple(map(rid, sorted({f.leader_request_id for f in coord.flights.values()}
-                                        | {x for f in coord.flights.values() for x in f.follower_request_ids})))
-    else:
-        flights = tuple(sorted(flights))  # no order of IDs is read: the flights as a set
-    coordinator = (flights, members, tuple(sorted((tokens, rid(f)) for tokens, f in coord.index.items())),
-                   tuple(sorted(map(rid, coord.released_request_ids))),
-                   tuple(sorted((k, tuple(sorted(map(rid, v)))) for k, v in coord.by_page_key.items())))
-    return (len(pool.free_page_ids), cache, pages, coordinator, tuple(rid(r.request_id) for r in sched.waiting),
-            tuple(rid(r.request_id) for r in sched.running), tuple(rows))
-
-
-def state_key(engine: Engine, *, symmetry: bool = True) -> tuple:
-    """A name of the engine's state up to the names of its pages and (with ``symmetry``) of its
-    interchangeable requests: everything its behaviour depends on (the cached pages in publication order,
-    reference counts, the LRU order of the pages in use, the number of free pages, the coordinator, the
-    queues, the live requests), with page IDs relabelled in order of first appearance (the cache, then
-    the requests' block tables by request ID), since the engine treats page IDs as names only; not its
-    counters, its clock's absolute values or a terminated request's leftover fields (only its phase and
-    what it still holds).
-
-    With ``symmetry`` (the default), the request IDs are renamed too (the template a live request was
-    sent with is in its row, so a renaming moves it along): the key is the least over the renamings
-    :func:`_renamings` offers (every order of the requests a rename-free signature cannot tell apart), so
-    every state of a class of renamed states gets the same key. Why that is sound (the renamings keep the
-    engine's and the spec's behaviour) is said above :func:`_template`.
-
-    For example (two prompts sent in either order, the first one's request aborted: the same state up
-    to the requests' names)::
-
-        >>> from flightcheck.checks.symbolic.bound import Bound
-        >>> b = Bound(2, 6)
-        >>> one, other = build_engine(b, "single-flight"), build_engine(b, "single-flight")
-        >>> for eng, *commands in ((one, ("arrive", 0), ("arrive", 1), ("abort", 0)),
-        ...                        (other, ("arrive", 1), ("arrive", 0), ("abort", 1))):
-        ...     for name, arg in commands:
-        ...         execute(eng, b, Command(name, arg))
-        >>> state_key(one) == state_key(other), state_key(one, symmetry=False) == state_key(other, symmetry=False)
-        (True, False)
-    """
-    sched = engine.scheduler
-    cached = list(sched.pool.cached.items())
-    if not symmetry:
-        return _key_under(engine, {}, cached)
-    renamings = _renamings(sched, {p: k for k, (_key, p) in enumerate(cached)})
-    if len(renamings) == 1:
-        return _key_under(engine, renamings[0], cached)
-    return min(_key_under(engine, rename, cached) for rename in renamings)
 
 
 __all__ = ["DISCIPLINE", "Command", "FixedLogitsRunner", "Frozen", "UnknownRequestError", "build_engine", "copy_engine",

@@ -18,7 +18,9 @@ At a state ``s`` (an engine built by its own commands) with abstraction ``abs(s)
   the most recently used; an eviction takes a least recently used leaf), and at a ``finish`` its
   finish-reason contract (:mod:`~flightcheck.checks.symbolic.finishing`: ``can_finish`` names EOS, a
   stop string or length in their order of precedence, in every finishing context). A refused termination notice (``notify``) must
-  raise ``UnknownRequestError`` with a ``notify`` event, exactly when the spec's coordinator would refuse it.
+  raise ``UnknownRequestError`` with a ``notify`` event, exactly when the spec's coordinator would refuse it;
+  a tombstone's notice (:func:`~flightcheck.checks.symbolic.statekey.is_tombstone`: a terminated request
+  that holds nothing) is run under each way it may have ended, since the state key forgets how.
 
 Whatever fails is a :class:`Finding` with the spec's diagnosis: the slots that differ and the safety
 properties the engine's resulting state violates.
@@ -40,6 +42,7 @@ from flightcheck.checks.symbolic.finishing import finish_problem
 from flightcheck.checks.symbolic.recency import recency_problem, snapshot
 from flightcheck.checks.symbolic.harness import (UNKNOWN_ID, Command, Frozen, copy_engine, enabled_commands,
                                                  engine_guard, execute, freeze, thaw)
+from flightcheck.checks.symbolic.statekey import ENDINGS, is_tombstone, with_ending
 from flightcheck.impl.errors import UnknownRequestError
 from flightcheck.spec.actions import (CHOSEN_BY_ENGINE, COMPLETIONS, FOLLOWER_RELEASES, FORWARD_PASSES, HANDOVERS, NOTICES,
                                        SLOT_ACTIONS, SUBMISSIONS)
@@ -209,6 +212,7 @@ def check_state(engine: Any, bound: Bound, namer: Namer) -> StateCheck:
                                         command, str(action)))
     ran, successors = [], []
     frozen = None
+    tombstones = {rid for rid, r in engine.scheduler.requests.items() if is_tombstone(engine.scheduler, r)}
     for command in enabled_commands(engine, bound):
         if spec is None and command.name not in SUBMISSIONS:
             continue  # before the first arrival the spec has no request to name
@@ -222,17 +226,50 @@ def check_state(engine: Any, bound: Bound, namer: Namer) -> StateCheck:
         findings += found
         if not found:
             successors.append((command, after))
+        if command.name in NOTICES and command.arg in tombstones:
+            t0 = time.perf_counter()
+            for found, taken in _other_endings(engine, bound, namer, command, tr, frozen):
+                ran.append(command)
+                for action in taken:
+                    events[action.name] = events.get(action.name, 0) + 1
+                findings += found
+            seconds[command.name] += time.perf_counter() - t0
     return StateCheck(ran, successors, compared, findings, events, seconds)
 
 
+def _other_endings(engine: Any, bound: Bound, namer: Namer, command: Command, tr: SpecTracker,
+                   frozen: Frozen) -> list[tuple[list[Finding], list[Action]]]:
+    """The termination notice ``command`` of a tombstone, run at each other state of the class the key
+    merges (the tombstone ended in each other way, :data:`~flightcheck.checks.symbolic.statekey.ENDINGS`):
+    the one obligation that reads how a tombstone ended. A finding names the ending it was run under.
+    One copy serves every ending (a refused notice changes nothing); after a finding the copy is no
+    longer trusted, so the rest are not run."""
+    request = engine.scheduler.requests[command.arg]
+    variant = thaw(frozen)
+    out = []
+    for phase, expired in ENDINGS:
+        if (phase, expired) == (request.phase, request.is_expired):
+            continue
+        with_ending(variant, command.arg, phase, expired)
+        _after, found, taken = run_command(engine, bound, namer, command, tr, abstract_state(variant, tr),
+                                           after=variant)
+        for finding in found:
+            finding.summary += f" (request {command.arg} ended {phase.value}{', expired' if expired else ''})"
+        out.append((found, taken))
+        if found:
+            break
+    return out
+
+
 def run_command(engine: Any, bound: Bound, namer: Namer, command: Command, tr: SpecTracker | None,
-                here: Any, frozen: Frozen | None = None) -> tuple[Any, list[Finding], list[Action]]:
+                here: Any, frozen: Frozen | None = None, after: Any = None) -> tuple[Any, list[Finding], list[Action]]:
     """Run ``command`` on a copy of ``engine`` (thawed from ``frozen``, ``engine`` as
-    :func:`~flightcheck.checks.symbolic.harness.freeze` saved it, when given) and check it against the
-    spec; returns the copy, the findings and the spec actions its events took (up to the first that
-    failed)."""
+    :func:`~flightcheck.checks.symbolic.harness.freeze` saved it, when given; or ``after``, a copy of a
+    state of ``engine``'s class, whose abstraction is ``here``) and check it against the spec; returns
+    the copy, the findings and the spec actions its events took (up to the first that failed)."""
     want = _expected(command, tr, engine)
-    after = thaw(frozen) if frozen is not None else copy_engine(engine)
+    if after is None:
+        after = thaw(frozen) if frozen is not None else copy_engine(engine)
     start = after.events.num_emitted
     refused = None
     name = command.name

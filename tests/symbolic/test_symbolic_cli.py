@@ -16,7 +16,7 @@ def test_the_clean_engine_is_verified_action_by_action():
     assert out["verdict"] == "ok" and out["bound"] == "N=1,M=3"
     assert [a["action"] for a in out["actions"]] == ["arrive", "admit", "prefill", "publish", "release", "promote",
                                                      "decode", "finish", "evict", "abort", "notify", "expire", "fail"]
-    assert {a["verdict"] for a in out["actions"]} == {"verified"} and out["actions"][1]["states"] == 108
+    assert {a["verdict"] for a in out["actions"]} == {"verified"} and out["actions"][1]["states"] == 93
 
 
 def test_a_planted_engine_bug_is_a_counterexample_whose_program_replays_to_the_same_failure(tmp_path):
