@@ -47,9 +47,7 @@ def check_engine(bound: Bound, *, mutant: str | None = None, method: str = "exha
     ``replay``: run each counterexample's conformance program (the tiny MLX model) and record what it says.
     ``depth``: CrossHair only, the commands each path takes (every state within that many commands).
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    first = mutant is not None if first is None else first
+    first = mutant is not None if first is None else first  # (enumerate_config checks ``method``)
     configs = mutant_configs(bound, mutant) if mutant else bound.config_names
     runs: list[Enumeration] = []
     for config in configs:
