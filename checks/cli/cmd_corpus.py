@@ -57,13 +57,15 @@ def register(app: typer.Typer) -> None:
 
             mine = [e for e in entries if not scenario or e.scenario in scenario]
             try:
-                grown, still = grow_all(mine, seconds=seconds, jobs=jobs, scheduler=scheduler, progress=told)
+                grown, still, ordered_out = grow_all(mine, seconds=seconds, jobs=jobs, scheduler=scheduler, progress=told)
             except ClusterError as error:
                 raise usage_error(str(error)) from None
             by_key = {e.key: e for e in grown}
             entries = [by_key.get(e.key, e) for e in entries]
             corpus_mod.save(entries)
             if not as_json:
+                print(f"{len(ordered_out)} edge class(es) out of the engine's reach by its admission order "
+                      "(fifo-admission)" + "".join(f"\n  {c}" for c in ordered_out))
                 print(f"{len(still)} edge class(es) within the engine's reach still undriven"
                       + "".join(f"\n  {c}\n    {why}" for c, why in still.items()))
         if build:

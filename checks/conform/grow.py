@@ -36,6 +36,9 @@ from flightcheck.checks.conform.corpus import CorpusEntry, _mutate
 from flightcheck.checks.conform.edge_classes import EdgeClass, classes_of_path
 from flightcheck.checks.conform.program import Program
 
+# Why a class is left undriven when no run of the spec takes it in the engine's admission order.
+OUT_OF_ORDER = "out of the engine's reach: no run of the spec takes it in the engine's admission order (fifo-admission)"
+
 
 def entry_spec(entry: CorpusEntry) -> Any:
     """The spec of the scenario and policy a corpus entry is recorded under."""
@@ -121,8 +124,7 @@ def _directed(spec: Any, wanted: set[EdgeClass], model: str) -> tuple[list[list[
 
     kept, done = [], set()
     found = class_paths(spec, wanted)
-    why = {c: "out of the engine's reach: no run of the spec takes it in the engine's admission order (fifo-admission)"
-           for c in wanted if c not in found}
+    why = {c: OUT_OF_ORDER for c in wanted if c not in found}
     for cls, paths in sorted(found.items(), key=lambda kv: (len(kv[1][0]), kv[0])):
         for path in paths:
             if cls in done:
@@ -158,11 +160,12 @@ def _grow_one(args: tuple) -> tuple[dict[str, Any], set[EdgeClass], dict[EdgeCla
 
 def grow_all(entries: list[CorpusEntry], *, seconds: float = 45.0, seed: int = 0, jobs: int = 2,
              scheduler: str | None = None, progress: Any = None
-             ) -> tuple[list[CorpusEntry], dict[EdgeClass, str]]:
+             ) -> tuple[list[CorpusEntry], dict[EdgeClass, str], list[EdgeClass]]:
     """Grow every entry toward the classes the whole corpus never drives and its own scenario and policy
     reach within the engine's reach, on Dask (``jobs`` workers of an embedded cluster, or ``scheduler``);
-    return the entries (grown ones replaced, order kept) and the classes still undriven, in order, each with
-    why the engine left its directed run. ``progress(key, found, wanted)`` is called as each entry is grown."""
+    return the entries (grown ones replaced, order kept), the classes still undriven, in order, each with
+    why the engine left its directed run, and the classes found out of reach by the admission order (what
+    the check's gate rules out too). ``progress(key, found, wanted)`` is called as each entry is grown."""
     from flightcheck.checks.cluster import Cluster
     from flightcheck.checks.conform.edge_classes import Reachable
 
@@ -185,4 +188,5 @@ def grow_all(entries: list[CorpusEntry], *, seconds: float = 45.0, seed: int = 0
             why.update(notes)
             if progress is not None:
                 progress(out[k].key, found, wanted)
-        return out, {c: why.get(c, "not found") for c in sorted(missing)}
+        still = {c: why.get(c, "not found") for c in sorted(missing)}
+        return out, {c: w for c, w in still.items() if w != OUT_OF_ORDER}, [c for c, w in still.items() if w == OUT_OF_ORDER]
