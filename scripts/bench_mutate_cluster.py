@@ -21,7 +21,7 @@ from local_dask import local_dask_cluster
 from flightcheck.checks.mutate.plan import plan, resolve_target
 from flightcheck.checks.mutate.runner import RunOptions, run_mutant, run_mutants
 
-STAGES = ("flightcheck.checks.suite.stages:probe_rows", "flightcheck.checks.suite.stages:shape_rows")
+STAGES = ("flightcheck.checks.suite.stage_conform:probe_rows", "flightcheck.checks.suite.stage_conform:shape_rows")
 
 
 def main() -> None:

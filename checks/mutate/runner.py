@@ -10,7 +10,7 @@ classifies each mutant from its process: a failed row, a crash or a timeout kill
 For example::
 
     >>> ENGINE_STAGES
-    ('flightcheck.checks.suite.stages:conform_stage', 'flightcheck.checks.suite.stage_engine:engine_stage')
+    ('flightcheck.checks.suite.stage_conform:conform_stage', 'flightcheck.checks.suite.stage_engine:engine_stage')
     >>> default_timeout(6.0)
     120.0
 """
@@ -36,7 +36,7 @@ from flightcheck.checks.mutate.results import Kill, Outcome
 
 # The stages of `flightcheck check` that test the engine (the others read the spec or traces only):
 # conformance first (most kills take about a second), then the engine's guard/command pairs in a bound.
-ENGINE_STAGES: tuple[str, ...] = ("flightcheck.checks.suite.stages:conform_stage",
+ENGINE_STAGES: tuple[str, ...] = ("flightcheck.checks.suite.stage_conform:conform_stage",
                                   "flightcheck.checks.suite.stage_engine:engine_stage")
 # The server's modules (impl/server/) are imported by the server stage alone: seeded schedules under the
 # controlled scheduler, then seeded programs of HTTP clients against the real server on its sockets.

@@ -12,7 +12,7 @@ of the process is the runner's to see: no result file.
 
 For example::
 
-    >>> stage_label("flightcheck.checks.suite.stages:conform_stage")
+    >>> stage_label("flightcheck.checks.suite.stage_conform:conform_stage")
     'conform'
 """
 

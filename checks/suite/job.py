@@ -85,7 +85,7 @@ STAGES: list[tuple[str, str, bool]] = [
     ("prove", "flightcheck.checks.suite.stages:prove_stage", False),
     ("equiv", "flightcheck.checks.suite.stages:equiv_stage", False),
     ("engine", "flightcheck.checks.suite.stage_engine:engine_stage", False),
-    ("conform", "flightcheck.checks.suite.stages:conform_stage", False),
+    ("conform", "flightcheck.checks.suite.stage_conform:conform_stage", False),
     ("server", "flightcheck.checks.server.campaign:server_stage", False),
     ("smollm2", "flightcheck.checks.suite.stages:real_model_stage", True),
     ("workload", "flightcheck.checks.suite.stages:workload_stage", False),

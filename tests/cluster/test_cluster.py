@@ -149,7 +149,7 @@ def test_a_mutation_sample_on_the_cluster_gives_the_local_verdicts_and_survives_
 
     address, _scheduler, workers = dask_cluster
     p = plan([resolve_target("impl/coordinator.py")], sample=6, seed=3)
-    opts = RunOptions(stages=("flightcheck.checks.suite.stages:probe_rows",), quick=True, jobs=2)
+    opts = RunOptions(stages=("flightcheck.checks.suite.stage_conform:probe_rows",), quick=True, jobs=2)
     local = run_mutants(p.to_run, p.paths, opts, 300)   # the embedded cluster: threads of this process
     out = {}
     run = threading.Thread(target=lambda: out.setdefault("outcomes", run_mutants(p.to_run, p.paths, opts, 300,
@@ -163,7 +163,7 @@ def test_a_mutation_sample_on_the_cluster_gives_the_local_verdicts_and_survives_
     assert {o.status for o in local} >= {"failed", "survived"}  # the sample holds both verdicts
     r = CliRunner().invoke(app, ["mutate", "--file", "impl/coordinator.py", "--sample", "2", "--no-baseline",
                                  "--scheduler", f"tcp://127.0.0.1:{_free_port()}", "--stage",
-                                 "flightcheck.checks.suite.stages:probe_rows"])
+                                 "flightcheck.checks.suite.stage_conform:probe_rows"])
     assert r.exit_code == 2 and "cannot reach the Dask scheduler" in r.output, r.output
 
 

@@ -60,8 +60,8 @@ def test_the_hook_serves_the_mutated_source_and_only_it(test_stages):
 
 # The whole conform stage takes 35-45 s here; by default its cheapest parts stand in for it (the probe and
 # the hand-written shapes), FLIGHTCHECK_SLOW=1 runs the whole stage.
-PARTS = QUICK if SLOW else RunOptions(stages=("flightcheck.checks.suite.stages:probe_rows",
-                                              "flightcheck.checks.suite.stages:shape_rows"), quick=True, jobs=1)
+PARTS = QUICK if SLOW else RunOptions(stages=("flightcheck.checks.suite.stage_conform:probe_rows",
+                                              "flightcheck.checks.suite.stage_conform:shape_rows"), quick=True, jobs=1)
 
 
 def test_baseline_passes_on_the_unmutated_engine():
@@ -151,7 +151,7 @@ def test_an_interrupted_run_leaves_no_worker_behind(monkeypatch):
         raise KeyboardInterrupt   # as Ctrl-C would, while the hanging mutant still runs
 
     monkeypatch.setattr(runner.subprocess, "Popen", popen)
-    stages = RunOptions(stages=("flightcheck.checks.suite.stages:conform_stage",), jobs=2)
+    stages = RunOptions(stages=("flightcheck.checks.suite.stage_conform:conform_stage",), jobs=2)
     with pytest.raises(KeyboardInterrupt):
         runner.run_mutants([hang, crash], {hang.module: COORDINATOR.path}, stages, timeout=300,
                            on_outcome=interrupt, seed=None)
