@@ -45,7 +45,7 @@ def test_a_guard_change_names_the_graphs_it_moved_and_its_first_edge(clone, tmp_
     picture = Path(review["drawn"][key])
     assert picture == tmp_path / "graph-burst2-after-prefill-incremental-release-all.svg"
     svg = picture.read_text()
-    assert svg.startswith("<?xml") and "#2f855a" in svg and "added by the working tree: 93 states" in svg
+    assert svg.startswith("<?xml") and "#2f855a" in svg and "added by the working tree: 133 states" in svg
     assert f"    drawn (added green, removed red): {picture}" in to_text(review)
     assert set(review["drawn"]) == {i["key"] for i in review["diff"]["items"] if i["changed"]}
     assert review["verdict"] == "regressed" and review["exit"] == 1
