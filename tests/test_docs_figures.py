@@ -107,3 +107,21 @@ def test_policy_grid_of_doc3_abort():
     assert m
     assert int(m.group(1)) == len(policy_grid(SCENARIOS["doc3-abort"]))
     assert int(m.group(1)) == sum(k.split()[0] == "doc3-abort" for k in EXPECT["explore"])
+
+
+def test_the_walkthroughs_diff_command_prints_the_counts_it_quotes():
+    """The trade-off chapter quotes a `flightcheck diff` command beside its counts: run it, same counts."""
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from flightcheck.checks.cli.app import build_app
+
+    m = re.search(r"(\d+) states and (\d+) edges exist only under [a-z-]+ and (\d+) states and (\d+) edges only "
+                  r"under [a-z-]+ \((\d+) states in both\); [^`]*`(flightcheck diff [^`]*?) --render", doc("docs/walkthrough.md"))
+    assert m, "the walkthrough's trade-off sentence moved"
+    result = CliRunner().invoke(build_app(), shlex.split(m.group(6))[1:] + ["--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    got = [out[k] for k in ("states_only_a", "edges_only_a", "states_only_b", "edges_only_b", "states_common")]
+    assert got == [int(g) for g in m.groups()[:5]], (m.group(6), got)
