@@ -44,7 +44,7 @@ def variant_lengths(paragraph: str) -> dict[str, tuple[str | None, int]]:
 
 @pytest.mark.parametrize("name,start,end", [
     ("docs/spec.md", "Design history (", "Prompt-tree scenarios"),
-    ("docs/explore.md", "The design history (`flightcheck variants`)", "Each variant has one default"),
+    # docs/explore.md's variant list is generated from the registry (tests/test_doc_blocks.py)
 ])
 def test_each_variants_property_and_shortest_path(name, start, end):
     found = variant_lengths(between(doc(name), start, end))
@@ -125,3 +125,15 @@ def test_the_walkthroughs_diff_command_prints_the_counts_it_quotes():
     out = json.loads(result.output)
     got = [out[k] for k in ("states_only_a", "edges_only_a", "states_only_b", "edges_only_b", "states_common")]
     assert got == [int(g) for g in m.groups()[:5]], (m.group(6), got)
+
+
+def test_spec_known_limits_on_prompt_trees_agree_with_the_recorded_proofs():
+    text = between(doc("docs/spec.md"), "### Known limits", "The batched explorer reads")
+    assert "`prove --unbounded` proves it for all sizes on any prompt tree" in text
+    prefix = {k: v for k, v in EXPECT["unbounded"].items() if k.startswith("prefix/")}
+    assert prefix and all(v.get("single_prefill") == "proved" for v in prefix.values())
+    rows = {k: v for k, v in EXPECT["prove"].items() if k.split()[0] in TREES}
+    assert all(v["single_prefill"].startswith("bounded") for v in rows.values())  # "Per scenario, `prove` leaves"
+    m = re.search(r"`no_deadlock` is proved by k-induction on every tree but `([a-z0-9-]+)`", text)
+    assert m
+    assert {k.split()[0] for k, v in rows.items() if v["no_deadlock"].startswith("bounded")} == {m.group(1)}
