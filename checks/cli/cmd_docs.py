@@ -31,8 +31,9 @@ def register(app: typer.Typer) -> None:
                                    "from what the spec gives now."),
     ) -> None:
         """Generate the teaching walkthrough from the spec (each step of the design's story illustrated by a
-        run the explorer found, every bug of the design history as its counterexample) and the command
-        manual from the command line, beside it."""
+        run the explorer found, every bug of the design history as its counterexample), the command
+        manual from the command line, beside it, and the scenario and variant lists of the other docs (between
+        their "generated" markers) from the registries."""
         from flightcheck.checks.cli.manual import MANUAL, manual_is_stale, write_manual
         from flightcheck.checks.errors import usage_error
         from flightcheck.checks.report.doc_blocks import stale_blocks, write_blocks
