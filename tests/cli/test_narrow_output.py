@@ -59,3 +59,10 @@ def test_the_command_list_is_whole_at_80_columns():
     assert "…" not in out
     words = _words(out)
     assert {name for name, _ in _commands()} <= words
+
+
+def test_diff_keeps_each_side_whole_at_80_columns():
+    out = _run("diff", "--a", "release=after-prefill,publication=on-completion",
+               "--b", "release=on-completion,publication=on-completion")
+    assert max(map(len, out.splitlines())) <= 80
+    assert {"release=after-prefill", "release=on-completion", "publication=on-completion"} <= _words(out)
