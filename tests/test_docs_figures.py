@@ -137,3 +137,16 @@ def test_spec_known_limits_on_prompt_trees_agree_with_the_recorded_proofs():
     m = re.search(r"`no_deadlock` is proved by k-induction on every tree but `([a-z0-9-]+)`", text)
     assert m
     assert {k.split()[0] for k, v in rows.items() if v["no_deadlock"].startswith("bounded")} == {m.group(1)}
+
+
+def test_spec_names_the_scenarios_the_symmetry_test_leaves_out():
+    from tests.explore.test_explorer import LARGE_FULL, LARGE_TREES
+
+    text = between(doc("docs/spec.md"), "### Known limits", "Prompt trees are small")
+    m = re.search(r"every default scenario but `([a-z0-9-]+)` .*?; six costlier ones \(([^)]*)\) only with", text)
+    assert m, "the sentence on the symmetry test moved"
+    named = set(re.findall(r"`([a-z0-9-]+)`", m.group(2)))
+    if LARGE_TREES or LARGE_FULL:  # FLIGHTCHECK_SLOW=1 runs them all
+        assert named == set(LARGE_TREES + LARGE_FULL) and len(named) == 6
+    src = (ROOT / "tests" / "explore" / "test_explorer.py").read_text()
+    assert f'if n != "{m.group(1)}" and n not in LARGE_TREES + LARGE_FULL' in src
