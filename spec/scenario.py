@@ -307,7 +307,7 @@ def _numbered() -> dict[str, Scenario]:
         burst(3, classes=2, name="mixed3-pool", num_pages=4, decode=2,
               story="A pool of 4 pages for two classes: admission waits for memory, allocation evicts."),
         burst(4, name="burst4-abort", aborts=True, notifications=True,
-              story="The largest default scenario: four identical requests with cancels."),
+              story="Four identical requests with cancels: the most requests of any default scenario."),
         Scenario(name="notail", requests=(Request(0, 2, has_tail=False), Request(0, 2, has_tail=False)),
                  story="Prompts of whole pages: the last full page is recomputed by every request."),
         Scenario(name="short", requests=(Request(0, 0), Request(0, 0), Request(1, 1)),

@@ -44,7 +44,7 @@ def variant_lengths(paragraph: str) -> dict[str, tuple[str | None, int]]:
 
 @pytest.mark.parametrize("name,start,end", [
     ("docs/spec.md", "Design history (", "Prompt-tree scenarios"),
-    ("docs/explore.md", "The design history (`flightcheck variants`)", "Each variant has one default"),
+    # docs/explore.md's variant list is generated from the registry (tests/test_doc_blocks.py)
 ])
 def test_each_variants_property_and_shortest_path(name, start, end):
     found = variant_lengths(between(doc(name), start, end))
@@ -107,3 +107,46 @@ def test_policy_grid_of_doc3_abort():
     assert m
     assert int(m.group(1)) == len(policy_grid(SCENARIOS["doc3-abort"]))
     assert int(m.group(1)) == sum(k.split()[0] == "doc3-abort" for k in EXPECT["explore"])
+
+
+def test_the_walkthroughs_diff_command_prints_the_counts_it_quotes():
+    """The trade-off chapter quotes a `flightcheck diff` command beside its counts: run it, same counts."""
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from flightcheck.checks.cli.app import build_app
+
+    m = re.search(r"(\d+) states and (\d+) edges exist only under [a-z-]+ and (\d+) states and (\d+) edges only "
+                  r"under [a-z-]+ \((\d+) states in both\); [^`]*`(flightcheck diff [^`]*?) --render", doc("docs/walkthrough.md"))
+    assert m, "the walkthrough's trade-off sentence moved"
+    result = CliRunner().invoke(build_app(), shlex.split(m.group(6))[1:] + ["--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    got = [out[k] for k in ("states_only_a", "edges_only_a", "states_only_b", "edges_only_b", "states_common")]
+    assert got == [int(g) for g in m.groups()[:5]], (m.group(6), got)
+
+
+def test_spec_known_limits_on_prompt_trees_agree_with_the_recorded_proofs():
+    text = between(doc("docs/spec.md"), "### Known limits", "The batched explorer reads")
+    assert "`prove --unbounded` proves it for all sizes on any prompt tree" in text
+    prefix = {k: v for k, v in EXPECT["unbounded"].items() if k.startswith("prefix/")}
+    assert prefix and all(v.get("single_prefill") == "proved" for v in prefix.values())
+    rows = {k: v for k, v in EXPECT["prove"].items() if k.split()[0] in TREES}
+    assert all(v["single_prefill"].startswith("bounded") for v in rows.values())  # "Per scenario, `prove` leaves"
+    m = re.search(r"`no_deadlock` is proved by k-induction on every tree but `([a-z0-9-]+)`", text)
+    assert m
+    assert {k.split()[0] for k, v in rows.items() if v["no_deadlock"].startswith("bounded")} == {m.group(1)}
+
+
+def test_spec_names_the_scenarios_the_symmetry_test_leaves_out():
+    from tests.explore.test_explorer import LARGE_FULL, LARGE_TREES
+
+    text = between(doc("docs/spec.md"), "### Known limits", "Prompt trees are small")
+    m = re.search(r"every default scenario but `([a-z0-9-]+)` .*?; six costlier ones \(([^)]*)\) only with", text)
+    assert m, "the sentence on the symmetry test moved"
+    named = set(re.findall(r"`([a-z0-9-]+)`", m.group(2)))
+    if LARGE_TREES or LARGE_FULL:  # FLIGHTCHECK_SLOW=1 runs them all
+        assert named == set(LARGE_TREES + LARGE_FULL) and len(named) == 6
+    src = (ROOT / "tests" / "explore" / "test_explorer.py").read_text()
+    assert f'if n != "{m.group(1)}" and n not in LARGE_TREES + LARGE_FULL' in src

@@ -47,7 +47,10 @@ def build_app(command: str | None = None) -> Any:
         return _built[command or ""]
     import typer
 
+    from flightcheck.checks.cli.help_layout import keep_option_names_whole
     from flightcheck.checks.faults import FaultHandlingGroup
+
+    keep_option_names_whole()  # at 80 columns a help panel wraps its help text, never an option's name
 
     app = typer.Typer(
         cls=FaultHandlingGroup,  # an exception a command lets escape: exit 2 for bad input, 3 for a fault, never 1

@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(0)
         t = Table(title="the engine's own scheduling over the spec's edges (corpus)")
         for col in ("scenario and policy", "programs", "edges covered", "missed, by the step-loop rule that explains them"):
-            t.add_column(col)
+            t.add_column(col, overflow="fold")
         for e in listed:
             t.add_row(e.key, str(len(e.programs)), f"{e.num_covered}/{e.num_edges} ({100 * e.num_covered / max(1, e.num_edges):.0f}%)",
                       ", ".join(f"{a} {n}" for a, n in e.missed.items()))

@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
         else:
             t = Table(title="spec coverage by the engine")
             for col in ("scenario", "runs", "states", "edges", "edges (directed)", "most missed"):
-                t.add_column(col)
+                t.add_column(col, no_wrap=col == "scenario", overflow="fold")
             for k, r in enumerate(results):
                 d = directed_results[k] if directed_results else None
                 t.add_row(r.scenario.name, str(r.runs), f"{len(r.states)}/{r.num_states}",

@@ -57,8 +57,8 @@ def register(app: typer.Typer) -> None:
             print(json.dumps(findings, indent=2))
         else:
             table = Table(title="flightcheck doctor", show_header=False)
-            table.add_column("item")
-            table.add_column("finding")
+            table.add_column("item", no_wrap=True)
+            table.add_column("finding", overflow="fold")
             mark = {True: "[green]ok[/]", False: "[bold red]PROBLEM[/]"}
             table.add_row("platform", findings["platform"])
             table.add_row("MLX", f"{status.mlx_version} on {status.device}")

@@ -80,6 +80,7 @@ def register(app: typer.Typer) -> None:
                              "mark": str(found["mark"]), "property": found["property"]}
         except (BadQuery, InputError) as error:
             raise usage_error(str(error)) from None
+        explorer_app.home = query  # the bare URL opens what this command opened, not burst2's first state
         try:
             server = ExplorerServer(explorer_app, host, port)
         except OSError as error:

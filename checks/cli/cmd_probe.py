@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
             t = Table(title=f"probe: {requests} identical requests on a cold cache, the first held before its prefill")
             for col in ("coordination", "lookups", "page allocations", "computations per shared page",
                         "destination pages per shared page", "recovered tokens", "conforms"):
-                t.add_column(col)
+                t.add_column(col, overflow="fold")
             for r in results:
                 t.add_row(r.coordination, str(r.prefix_lookups), str(r.page_allocations),
                           str(r.computations_per_page), str(r.destinations_per_page), str(r.recovered_tokens),

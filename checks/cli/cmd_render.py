@@ -80,9 +80,10 @@ def register(app: typer.Typer) -> None:
             print(json.dumps(out))
             return
         from rich.table import Table
-        t = Table(title=f"{scenario}: A = {out['a']['name']}, B = {out['b']['name']}")
+        side = {k: out[k]["name"].replace(",", ", ") for k in ("a", "b")}  # a narrow terminal wraps between settings
+        t = Table(title=f"{scenario}: A = {side['a']}; B = {side['b']}")
         for col in ("", "only in A", "only in B", "in both"):
-            t.add_column(col, justify="right")
+            t.add_column(col, justify="right", overflow="fold")
         for what in ("states", "edges"):
             t.add_row(what, *(str(out[f"{what}_{k}"]) for k in ("only_a", "only_b", "common")))
         console = Console()

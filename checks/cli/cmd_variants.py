@@ -32,10 +32,13 @@ def register(app: typer.Typer) -> None:
             print(json.dumps(rows))
             return
         from rich.table import Table
+        # Names and property names are kept whole (at 80 columns too): the property goes under the name, the
+        # policy label breaks at its slashes, and only the story and scenario columns wrap.
         t = Table(title="design variants")
-        for col in ("name", "must violate", "default scenario", "story"):
-            t.add_column(col)
+        t.add_column("variant\n[dim]must violate[/]", no_wrap=True)
+        t.add_column("default scenario and policy", overflow="fold", min_width=14)
+        t.add_column("story", overflow="fold", min_width=20)
         for r in rows:
-            t.add_row(r["name"], r["expected_violation"] or "[green](correct)[/]", f"{r['scenario']}\n{r['policy']}",
-                      r["story"])
+            t.add_row(f"{r['name']}\n[dim]{r['expected_violation'] or '[green](correct)[/]'}[/]",
+                      f"{r['scenario']}\n{r['policy'].replace('/', ' / ')}", r["story"])
         Console().print(t)

@@ -88,7 +88,7 @@ def prove_bounded_command(scenario: Optional[str], variant: str, depth: Optional
             continue
         table = Table(title=f"{variant} on {scn.name}: {spec.policy.label()} ({report.seconds:.1f} s)")
         for col in ("property", "verdict", "k", "seconds", "uses"):
-            table.add_column(col)
+            table.add_column(col, no_wrap=col == "property", overflow="fold")
         for r in report.results + report.lemmas:
             colour = {"proved": "green", "bounded": "yellow", "violated": "red"}[r.status]
             word = induction_claim(r.status, r.k).words() + (f" at depth {r.k}" if r.status == "violated" else "")

@@ -29,9 +29,9 @@ _STYLE = {"holds": "green", "found": "green", "violated": "bold red", "never": "
 def property_table(result: ExploreResult, title: str = "") -> Table:
     """One row per property: name, kind, verdict, counterexample length."""
     t = Table(title=title or None, show_lines=False)
-    t.add_column("property")
-    t.add_column("kind")
-    t.add_column("verdict")
+    t.add_column("property", no_wrap=True)
+    t.add_column("kind", overflow="fold")
+    t.add_column("verdict", overflow="fold")
     t.add_column("path", justify="right")
     for p in result.properties:
         cx = p.counterexample or p.witness

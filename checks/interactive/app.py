@@ -2,7 +2,9 @@
 
 Routes (every design parameter of :mod:`~flightcheck.checks.interactive.design` is accepted by each):
 
-- ``GET /``: the page (``page.html``); it reads its own URL, so any state's URL opens that state;
+- ``GET /``: the page (``page.html``); it reads its own URL, so any state's URL opens that state; the bare
+  ``/`` of an app started on a design (``flightcheck explorer --variant V``) redirects to that design's URL;
+- ``GET /favicon.ico``: the page's icon (an SVG), so a browser's request for it is no 404;
 - ``GET /api/state?...&path=a,b&at=N``: the state after the first ``N`` actions of the path
   (:func:`~flightcheck.checks.interactive.view.state_view`);
 - ``GET /api/counterexample?...[&property=P]``: the shortest violation, as the query that opens it;
@@ -19,12 +21,13 @@ from __future__ import annotations
 
 from importlib import resources
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from flightcheck.checks.inputs import InputError
@@ -40,6 +43,9 @@ from flightcheck.spec.variants import VARIANTS
 
 #: The largest log or path file the page may upload.
 MAX_UPLOAD_BYTES = 4 << 20
+#: The page's icon: one leader and its two followers.
+FAVICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><circle cx="8" cy="4" r="3" fill="#36c"/>'
+           '<circle cx="4" cy="12" r="2.5" fill="#9ac"/><circle cx="12" cy="12" r="2.5" fill="#9ac"/></svg>')
 #: How many loaded logs the app keeps (the oldest is dropped first).
 MAX_LOGS = 32
 
@@ -47,11 +53,12 @@ MAX_LOGS = 32
 class ExplorerApp:
     """The app and what it remembers: the engine logs loaded into it, by the id their URLs carry."""
 
-    def __init__(self, logs: list[LoadedLog] = ()) -> None:
+    def __init__(self, logs: list[LoadedLog] = (), home: dict[str, str] | None = None) -> None:
         self.logs: dict[str, LoadedLog] = {}
+        self.home = dict(home or {})  # the query the bare URL opens (empty: the initial state of burst2)
         for log in logs:
             self.remember(log)
-        routes = [Route("/", self.page), Route("/api/state", self.state), Route("/api/choices", self.choices),
+        routes = [Route("/", self.page), Route("/favicon.ico", self.favicon), Route("/api/state", self.state), Route("/api/choices", self.choices),
                   Route("/api/counterexample", self.counterexample), Route("/api/compare", self.compare),
                   Route("/api/load", self.load, methods=["POST"])]
         self.app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error, 404: _http_error})
@@ -68,7 +75,12 @@ class ExplorerApp:
 
     # --- routes --------------------------------------------------------------------------------------
     async def page(self, request: Request) -> Response:
+        if self.home and not request.url.query:
+            return RedirectResponse("/?" + urlencode(self.home), status_code=307)
         return HTMLResponse(resources.files(__package__).joinpath("page.html").read_text(encoding="utf-8"))
+
+    async def favicon(self, request: Request) -> Response:
+        return Response(FAVICON, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
 
     async def choices(self, request: Request) -> Response:
         return JSONResponse({

@@ -155,7 +155,7 @@ def print_summary(record: dict[str, Any], console: Console, *, diffs: bool = Tru
     meta, sc = record["meta"], record["score"]
     table = Table(title=f"flightcheck mutate: {meta['run']} mutants run in {meta.get('seconds', 0):.0f} s")
     for col in ("file", "killed", "survived", "score"):
-        table.add_column(col, justify="left" if col == "file" else "right")
+        table.add_column(col, justify="left" if col == "file" else "right", no_wrap=col == "file", overflow="fold")
     for r in record["by_file"]:
         table.add_row(r["file"], str(r["killed"]), str(r["survived"]), _score_text(r["score"]))
     console.print(table)

@@ -169,6 +169,13 @@ def release_chapter(release: str, number: int) -> tuple[Chapter, dict[str, int]]
                                             "leader_done": leader_done or 0, "together": together}
 
 
+def tradeoff_command() -> str:
+    """The ``flightcheck diff`` command whose counts the trade-off chapter quotes (both sides with on-completion
+    publication, which the chapter's graphs use; the default ``diff`` keeps the scenario's own publication)."""
+    sides = [f"release={r},publication=on-completion" for r in RELEASES]
+    return f"flightcheck diff --scenario {STORY_SCENARIO} --a {sides[0]} --b {sides[1]}"
+
+
 def tradeoff_chapter(steps: dict[str, dict[str, int]]) -> Chapter:
     """The release points compared: the graphs' difference and the measured figures."""
     from flightcheck.checks.explore.explorer import explore
@@ -184,7 +191,8 @@ def tradeoff_chapter(steps: dict[str, dict[str, int]]) -> Chapter:
         f"decode together and change the running batch. In the spec's graphs of `{STORY_SCENARIO}` (on-completion "
         f"publication), {d['states_only_a']} states and {d['edges_only_a']} edges exist only under {early} and "
         f"{d['states_only_b']} states and {d['edges_only_b']} edges only under {late} ({d['states_common']} states in both); "
-        f"every property holds under both (`flightcheck diff --render release-points.png` draws them).",
+        f"every property holds under both (`{tradeoff_command()} --render release-points.png` prints these "
+        f"counts and draws the graphs).",
     ]
     t = recorded_tradeoff()
     table: list[list[str]] = []

@@ -218,7 +218,7 @@ def _run(ctx: Any, console: Console, book: Any, book_path: Path, *, as_json: boo
         return result
     table = Table(title="flightcheck check")
     for col in ("stage", "item", "verdict", "strength", "detail", "s"):
-        table.add_column(col, justify="right" if col == "s" else "left")
+        table.add_column(col, justify="right" if col == "s" else "left", overflow="fold")
     for r in rows:
         shown = "[green]ok[/]" if r.ok else "[bold red]ERROR[/]" if r.error else "[bold red]FAIL[/]"
         table.add_row(r.stage, r.item, shown, strength_cell(r.claim), r.detail, f"{r.seconds:.1f}")

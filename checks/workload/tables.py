@@ -42,7 +42,7 @@ def config_table(rows: list[dict], title: str, first_column: str):
     headers = [first_column, "hits", "cold", "cohorts", "dup", "remov.", "redund.", "exact input", "partial prefix",
                "fan-in m/p99/max", "share", "avoid./s"]
     for header in headers:
-        table.add_column(header, justify="left" if header == first_column else "right")
+        table.add_column(header, justify="left" if header == first_column else "right", overflow="fold")
     for row in rows:
         first = {"config": config_label(row, with_trace), "phase": row["phase"]}.get(first_column, str(row.get("instance_id")))
         table.add_row(first, _fmt(row["num_hits"]), _fmt(row["num_cold_attempts"]), _fmt(row["num_cohorts"]),
@@ -60,7 +60,8 @@ def pivot_table(rows: list[dict]):
     table = Table(title="Highest redundancy per trace and W_eff (phase all) over the swept configurations")
     for header in ("trace", "W_eff ms", "max redundancy", "exact / partial there", "at N / capacity / routing / lookup",
                    "max fan-in", "configs"):
-        table.add_column(header, justify="left" if header in ("trace", "at N / capacity / routing / lookup") else "right")
+        table.add_column(header, justify="left" if header in ("trace", "at N / capacity / routing / lookup") else "right",
+                         overflow="fold")
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
         if row["phase"] == "all":

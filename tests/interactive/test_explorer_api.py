@@ -198,3 +198,30 @@ def test_an_unknown_property_is_a_400_listing_the_designs_properties(server, mar
     assert code == 400 and body["error"].startswith("property 'no_such_thing' does not apply to") and known[0] in body["error"]
     code, body = get(server, "/api/state", **{**query, "property": "release_after_publication"})
     assert code == 200 and body["property"] == "release_after_publication"  # a known one is drawn as before
+
+
+def test_the_favicon_is_served_not_a_404(server):
+    with urllib.request.urlopen(server.url + "/favicon.ico", timeout=60) as response:
+        assert response.status == 200 and response.headers["Content-Type"].startswith("image/svg+xml")
+        assert response.read().startswith(b"<svg")
+    with urllib.request.urlopen(server.url + "/", timeout=60) as response:
+        assert b'rel="icon" href="/favicon.ico"' in response.read()
+
+
+def _get_page(url: str) -> tuple[int, str | None]:
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    conn.request("GET", parts.path + ("?" + parts.query if parts.query else ""))
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    return response.status, response.getheader("Location")
+
+
+def test_the_bare_url_of_an_app_started_on_a_design_opens_that_design(server):
+    home = {"variant": "stranded-followers", "path": "arrive(0),arrive(1),abort(0)", "at": "3"}
+    assert _get_page(server.url + "/") == (200, None)  # no design given: the page, at burst2's first state
+    with ExplorerServer(ExplorerApp(home=home)) as started:
+        status, location = _get_page(started.url + "/")
+        assert status == 307 and dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query)) == home
+        assert _get_page(started.url + "/?variant=correct") == (200, None)  # any other URL opens as it says

@@ -136,3 +136,33 @@ def test_load_counterexamples_logs_and_bad_urls(browser, tmp_path):
         browser.get(server.url + "/")
         _wait_for(browser, 0)
         assert not browser.find_element(By.ID, "error").is_displayed()
+
+
+_PRESS_WITHOUT_A_STATE = """
+const done = arguments[arguments.length - 1];
+(async () => {
+  const errors = [];
+  for (const id of ["back", "forward", "compare-release", "compare-publication"]) {
+    try { await document.getElementById(id).onclick(); } catch (e) { errors.push(id + ": " + e); }
+  }
+  return errors;
+})().then(done);
+"""
+
+
+def test_the_bare_url_opens_the_variant_and_an_error_page_disables_what_cannot_work(browser, explorer_url):
+    # `explorer --variant early-release`, opened at its bare address: its violation, not burst2's start
+    parts = urlparse(explorer_url)
+    browser.get(f"{parts.scheme}://{parts.netloc}/")
+    _wait_for(browser, 6)
+    assert "variant early-release" in browser.find_element(By.ID, "title").text
+    assert parse_qs(urlparse(browser.current_url).query)["property"] == ["release_after_publication"]
+    # a bad URL: the message shows, the buttons that need a state are disabled, and pressing them anyway
+    # (their handlers called directly) throws nothing and leaves the message in place
+    browser.get(f"{parts.scheme}://{parts.netloc}/?scenario=burst9")
+    WebDriverWait(browser, WAIT).until(lambda d: d.find_element(By.ID, "error").is_displayed())
+    for id_ in ("back", "forward", "compare-release", "compare-publication"):
+        assert not browser.find_element(By.ID, id_).is_enabled(), id_
+    assert browser.execute_async_script(_PRESS_WITHOUT_A_STATE) == []
+    assert browser.find_element(By.ID, "error").text.startswith("unknown scenario 'burst9'")
+    assert browser.find_element(By.ID, "enabled").text == ""
