@@ -22,8 +22,9 @@ def invoke(*args: object, env: dict[str, str] | None = None) -> Result:
 
 
 def flat(text: str) -> str:
-    """``text`` with every run of whitespace as one space (rich may wrap table cells)."""
-    return " ".join(text.split())
+    """``text`` with every run of whitespace as one space and a table's column rules dropped (rich may wrap
+    a table cell's text over several rows)."""
+    return " ".join(text.replace("│", " ").split())
 
 
 def jsonl(*records: object) -> bytes:
