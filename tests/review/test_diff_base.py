@@ -36,10 +36,10 @@ def test_a_guard_change_pins_the_added_states_and_edges_and_the_regression(clone
     commit(clone, "release a page early")
     review, (base, cand) = make_scenario_review(clone, "HEAD~1", BURST2)
     item = review["diff"]
-    assert item["states"] == [52, 145] and len(base["nodes"]) == 52 and len(cand["nodes"]) == 145
-    assert (item["states_added"], item["states_removed"], item["edges_added"], item["edges_removed"]) == (93, 0, 228, 0)
+    assert item["states"] == [52, 185] and len(base["nodes"]) == 52 and len(cand["nodes"]) == 185
+    assert (item["states_added"], item["states_removed"], item["edges_added"], item["edges_removed"]) == (133, 0, 320, 0)
     assert item["first"]["kind"] == "added" and item["first"]["path"][-1] == "release(0)" and item["first"]["to_is_new"]
-    assert [m["property"] for m in item["verdicts"] if m["regressed"]] == ["single_prefill"]
+    assert [m["property"] for m in item["verdicts"] if m["regressed"]] == ["release_after_publication", "single_prefill"]
     assert review["verdict"] == "regressed" and review["exit"] == 1
     for where in review["baseline"]["origin"].values():  # the baseline ran its own code, not the clone's tree
         assert not inside(where, clone) and "flightcheck-baseline-" in where
@@ -47,10 +47,10 @@ def test_a_guard_change_pins_the_added_states_and_edges_and_the_regression(clone
     picture = tmp_path / "change.dot"
     r = _diff(clone, monkeypatch, "--base", "HEAD~1", "--scenario", "burst2", "--render", str(picture))
     assert r.exit_code == 1, r.output
-    assert "states 52 -> 145 (+93 -0), edges +228 -0" in r.stdout and "REGRESSED" in r.stdout
+    assert "states 52 -> 185 (+133 -0), edges +320 -0" in r.stdout and "REGRESSED" in r.stdout
     dot = picture.read_text()
-    assert "added by the working tree: 93 states, 228 edges" in dot and "removed since HEAD~1: 0 states, 0 edges" in dot
-    assert dot.count('color="#2f855a"') > 93
+    assert "added by the working tree: 133 states, 320 edges" in dot and "removed since HEAD~1: 0 states, 0 edges" in dot
+    assert dot.count('color="#2f855a"') > 133
 
 
 def test_a_change_undone_in_the_working_tree_is_removed_and_named_as_uncommitted(clone, monkeypatch):
@@ -63,7 +63,7 @@ def test_a_change_undone_in_the_working_tree_is_removed_and_named_as_uncommitted
     assert r.exit_code == 0, r.output  # a verdict got better: a change, not a regression
     review = json.loads(r.stdout)
     item = review["diff"]
-    assert (item["states_added"], item["states_removed"], item["edges_added"], item["edges_removed"]) == (0, 93, 0, 228)
+    assert (item["states_added"], item["states_removed"], item["edges_added"], item["edges_removed"]) == (0, 133, 0, 320)
     assert item["first"]["kind"] == "removed" and review["verdict"] == "changed"
     assert review["candidate"]["uncommitted"] == ["spec/derived.py"]
 
