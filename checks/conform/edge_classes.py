@@ -114,7 +114,7 @@ def _admits_in_order(spec: Any, s: Any, queue: tuple[frozenset, ...], i: int) ->
     no request of an earlier group of the queue may fit (the spec's admission guard says which fit). Only
     while the queue is at most two turnovers deep, as every default scenario's is; a scenario that may
     queue deeper is not filtered."""
-    from flightcheck.spec.actions import Action
+    from flightcheck.spec.actions import ADMISSIONS, Action
 
     if spec.num_requests > 2 * spec.policy.capacity:
         # A queue deeper than two turnovers alternates with the longest prompt (impl/scheduler.py,
@@ -123,7 +123,7 @@ def _admits_in_order(spec: Any, s: Any, queue: tuple[frozenset, ...], i: int) ->
     for group in queue:
         if i in group:
             return True
-        if any(spec.guard(s, Action("admit", j)) for j in group):
+        if any(spec.guard(s, Action(a, j)) for a in ADMISSIONS for j in group):
             return False
     return False
 
@@ -140,6 +140,7 @@ def class_paths(spec: Any, wanted: set[EdgeClass], tries: int = 8) -> dict[EdgeC
     search carries that order beside each spec state (:func:`_queue_after`) and takes an admission only
     when no request queued before it fits (:func:`_admits_in_order`)."""
     from flightcheck.checks.conform.reach import reason
+    from flightcheck.spec.actions import ADMISSIONS
 
     out: dict[EdgeClass, list[list[str]]] = {}
     todo = set(wanted)
@@ -158,7 +159,7 @@ def class_paths(spec: Any, wanted: set[EdgeClass], tries: int = 8) -> dict[EdgeC
         node = queue.popleft()
         s, order = node
         for a, t in spec.successors(s):
-            if a.name == "admit" and not _admits_in_order(spec, s, order, a.arg):
+            if a.name in ADMISSIONS and not _admits_in_order(spec, s, order, a.arg):
                 continue
             cls = edge_class(spec, s, a.name)
             if cls in todo and reason(spec, s, a) == "unexplained":

@@ -33,6 +33,7 @@ from flightcheck.checks.strength import (
     FROM_EXPLORER, FROM_UNBOUNDED, ORDER, Claim, Strength, induction_claim, row_claim,
 )
 
+
 def claim_of(row: Any) -> Claim | None:
     """The claim of a :class:`~flightcheck.checks.suite.job.Row` (None: the row checks no property)."""
     ev = row.evidence or {}

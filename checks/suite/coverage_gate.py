@@ -26,14 +26,14 @@ def gate_items(quick: bool) -> list[tuple[str, dict[str, Any], list[list[str]]]]
     """The gate's units of work: each scenario and policy of the corpus grid (``quick``: each scenario
     under its own policy), with the runs its corpus entry recorded: its programs' traces and its directed
     runs (none when it has no entry)."""
-    from flightcheck.checks.conform.corpus import grid, load, policy_key
+    from flightcheck.checks.conform.corpus import CorpusEntry, grid, load, policy_key
     from flightcheck.spec.scenario import SCENARIOS
 
     traces = {e.key: e.traces + e.directed for e in load()}
     items = grid()
     if quick:
         items = [(n, p) for n, p in items if p == policy_key(SCENARIOS[n])]
-    return [(n, p, traces.get(" ".join([n] + [str(v) for v in p.values()]), [])) for n, p in items]
+    return [(n, p, traces.get(CorpusEntry(n, p, []).key, [])) for n, p in items]
 
 
 def _gate_one(item: tuple[str, dict[str, Any], list[list[str]]]) -> tuple[Any, set, float]:
@@ -48,12 +48,12 @@ def _gate_one(item: tuple[str, dict[str, Any], list[list[str]]]) -> tuple[Any, s
 
 def _in_order_one(args: tuple[tuple[str, dict[str, Any], list[list[str]]], set]) -> set:
     """The classes of ``wanted`` some run of the item's spec takes with the engine's admission order."""
+    from flightcheck.checks.conform.corpus import CorpusEntry
     from flightcheck.checks.conform.edge_classes import class_paths
-    from flightcheck.spec.model import FlightSpec
-    from flightcheck.spec.scenario import SCENARIOS
+    from flightcheck.checks.conform.grow import entry_spec
 
     (name, policy, _traces), wanted = args
-    return set(class_paths(FlightSpec(SCENARIOS[name].with_policy(**policy)), wanted, tries=1))
+    return set(class_paths(entry_spec(CorpusEntry(name, dict(policy), [])), wanted, tries=1))
 
 
 def coverage_gate_rows(ctx: Context) -> list[Row]:
