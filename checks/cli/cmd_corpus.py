@@ -12,15 +12,28 @@ For example::
 from __future__ import annotations
 
 import json
-from typing import Optional
+import sys
+from pathlib import Path
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from flightcheck.checks.errors import usage_error
+from flightcheck.checks.faults import EXIT_FAILED
 from flightcheck.checks.inputs import shown
 from flightcheck.spec.scenario import SCENARIOS
+
+
+def _departs(error: Any, save_dir: Path) -> typer.Exit:
+    """A searched program the engine fails on: a verdict on the engine (exit 1), with the program saved."""
+    from flightcheck.checks.conform.campaign import save_failure
+    from flightcheck.checks.conform.program import Program
+
+    path = save_failure(Program.from_json(json.loads(error.program)), save_dir)
+    print(f"{error}\nthe program is saved: flightcheck conform --replay {path}\nthe corpus is unchanged", file=sys.stderr)
+    return typer.Exit(EXIT_FAILED)
 
 
 def register(app: typer.Typer) -> None:
@@ -36,6 +49,8 @@ def register(app: typer.Typer) -> None:
         jobs: int = typer.Option(2, min=1, help="Parallel searches (with --build or --grow): the embedded Dask cluster's workers."),
         scheduler: Optional[str] = typer.Option(None, "--scheduler", metavar="ADDRESS",
                                                 help="Run the searches (with --build or --grow) on this Dask scheduler's workers."),
+        save_dir: Path = typer.Option(Path("."), "--save-dir", help="Where a program the engine fails on is "
+                                      "written (with --build or --grow; the corpus is left as it was)."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """The regression corpus: programs that steer the engine's own scheduling onto the spec's edges."""
@@ -60,6 +75,8 @@ def register(app: typer.Typer) -> None:
                 grown, still, ordered_out = grow_all(mine, seconds=seconds, jobs=jobs, scheduler=scheduler, progress=told)
             except ClusterError as error:
                 raise usage_error(str(error)) from None
+            except corpus_mod.CandidateDeparts as error:
+                raise _departs(error, save_dir) from None
             by_key = {e.key: e for e in grown}
             entries = [by_key.get(e.key, e) for e in entries]
             corpus_mod.save(entries)
@@ -75,6 +92,8 @@ def register(app: typer.Typer) -> None:
                 fresh = corpus_mod.build_all(seconds=seconds, jobs=jobs, only=scenario, scheduler=scheduler)
             except ClusterError as error:
                 raise usage_error(str(error)) from None
+            except corpus_mod.CandidateDeparts as error:
+                raise _departs(error, save_dir) from None
             keys = {e.key for e in fresh}
             entries = [e for e in entries if e.key not in keys] + fresh
             order = {k: n for n, k in enumerate(f"{n} {' '.join(p.values())}" for n, p in corpus_mod.grid())}

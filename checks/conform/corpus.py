@@ -31,6 +31,25 @@ from flightcheck.checks.conform.runner import RunOutcome, run_program
 CORPUS_PATH = Path(__file__).with_name("corpus.json")
 
 
+class CandidateDeparts(Exception):
+    """A program searched for the corpus (``--build`` or ``--grow``) made the engine depart from the spec:
+    a verdict on the engine (exit 1), not a fault of the search. ``str()`` says where, the diagnosis and
+    the rules broken; :attr:`program` is the program as JSON text (``conform --replay`` runs it)."""
+
+    def __init__(self, message: str, program: str) -> None:
+        super().__init__(message, program)  # both in args, so the error survives pickling back from a worker
+        self.message, self.program = message, program
+
+    def __str__(self) -> str:
+        return self.message
+
+    @classmethod
+    def of(cls, where: str, outcome: RunOutcome) -> "CandidateDeparts":
+        """The error for ``outcome`` (a failing run) of a candidate searched for ``where``."""
+        return cls(f"a corpus candidate for {where} makes the engine depart from the spec: {outcome.diagnosis.summary}"
+                   + "".join(f"\n  {rule}" for rule in outcome.rules), outcome.program.dumps())
+
+
 @dataclass
 class CorpusEntry:
     """The kept programs of one scenario and policy, and the edges they cover."""
@@ -121,8 +140,7 @@ def build(scenario: str, policy: dict[str, Any], *, seconds: float = 60.0, seed:
         program = _mutate(rng, rng.choice(kept)) if kept and rng.random() < 0.5 else scenario_program(rng, scenario, policy)
         out = run_program(program, model)
         if not out.ok:
-            raise AssertionError(f"a corpus candidate fails on the engine: {out.diagnosis.summary}\n"
-                                 + "\n".join(out.rules))
+            raise CandidateDeparts.of(f"{scenario} {' '.join(map(str, policy.values()))}", out)
         new = (edges_of(out) & all_edges) - covered
         if new:
             kept.append(out.program)

@@ -32,7 +32,7 @@ import random
 import time
 from typing import Any
 
-from flightcheck.checks.conform.corpus import CorpusEntry, _mutate
+from flightcheck.checks.conform.corpus import CandidateDeparts, CorpusEntry, _mutate
 from flightcheck.checks.conform.edge_classes import EdgeClass, classes_of_path
 from flightcheck.checks.conform.program import Program
 
@@ -97,8 +97,7 @@ def grow(entry: CorpusEntry, wanted: set[EdgeClass], *, seconds: float = 60.0, s
             program = scenario_program(rng, entry.scenario, entry.policy)
         out = run_program(program, model)
         if not out.ok:
-            raise AssertionError(f"a corpus candidate fails on the engine ({entry.key}): {out.diagnosis.summary}\n"
-                                 + "\n".join(out.rules))
+            raise CandidateDeparts.of(entry.key, out)
         hit = classes_of_path(spec, out.actions) & todo
         if hit:
             programs.append(out.program)
