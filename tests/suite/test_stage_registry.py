@@ -8,6 +8,7 @@ registry, the job (``--stage``, ``--record`` into its own section), the report, 
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -112,3 +113,39 @@ def test_adding_a_stage_is_its_module_one_line_and_its_recording(monkeypatch, tm
     assert "dummy" not in select(["spec/model.py"], known).stages
     # flightcheck mutate: after the stages that already kill the file's mutants
     assert runner.stages_for("impl/tokenizer.py") == (*runner.ENGINE_STAGES, "dummy_stage:dummy_stage")
+
+
+def _imports(path: str) -> set[str]:
+    """The flightcheck modules (and the names imported from them) that ``path`` imports, anywhere in it."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse((ROOT / path).read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return {m for m in out if m.startswith("flightcheck.")}
+
+
+def _reached(files: tuple[str, ...]) -> set[str]:
+    """Every repository file that ``files`` reach by import, function-level imports included; the shared
+    code (``registry.SHARED``, a dependency of every stage) is not followed (the job reaches the report)."""
+    seen: set[str] = set()
+    todo = list(files)
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        if not any(registry.matches(g, path) for g in registry.SHARED):
+            todo += [f for f in map(registry.module_file, _imports(path)) if f is not None]
+    return seen
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_stage_declares_every_file_its_module_reaches_by_import(name):
+    """``check --since`` trusts each stage's ``depends``: a file its code imports that no declared glob
+    covers would be a change that skips the stage."""
+    stage = registry.stage_named(name)
+    reached = _reached(stage.own_files)
+    assert len(reached) > 5, reached  # the walk found the stage's code
+    assert sorted(p for p in reached if not stage.depends_on(p)) == []
