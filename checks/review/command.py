@@ -23,9 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from flightcheck.checks.review.errors import ReviewError
-
-# The scenarios ``check --quick`` leaves out of its explore stage (the largest graphs).
-HEAVY = ("burst4-abort", "doc3-abort", "doc3-expire", "doc3-pool", "doc3-evict")
+from flightcheck.checks.suite.stage_explore import HEAVY  # what check --quick leaves out of its explore stage
 
 
 def quick_scenarios(names: list[str]) -> list[str]:
