@@ -17,7 +17,7 @@ import time
 
 def main() -> None:
     from flightcheck.checks.suite.coverage_gate import coverage_gate_rows
-    from flightcheck.checks.suite.stages import Context
+    from flightcheck.checks.suite.context import Context
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="only the --quick scope")

@@ -68,10 +68,10 @@ def register(app: typer.Typer) -> None:
         regressed)."""
         from flightcheck.checks.suite.expect import EXPECTATIONS_PATH, load, writable
         from flightcheck.checks.faults import EXIT_FAILED, EXIT_FAULT, EXIT_OK
-        from flightcheck.checks.suite.job import STAGES, RecordRefused, run_suite
+        from flightcheck.checks.suite.job import RecordRefused, run_suite, stage_table
 
         check_choice("model", model, ("tiny", "smollm2"))
-        known = [s for s, _p, _m in STAGES]
+        known = [s for s, _p, _m in stage_table()]
         for s in stage or []:
             if s not in known:
                 raise usage_error(f"unknown --stage {s!r}; known: {', '.join(known)}")

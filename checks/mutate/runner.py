@@ -1,9 +1,10 @@
 """Runs mutants: each in its own worker process, a few at a time on Dask, under a per-mutant timeout.
 
 The stages are named by import path (``module:function``), exactly as ``flightcheck check`` lists
-them, so the runner knows nothing of what they check: when a stage grows stronger, or a stage is
-added to :data:`ENGINE_STAGES`, ``mutate`` measures that. Which stages a mutant runs follows its file
-(:func:`stages_for`: the server's modules run :data:`SERVER_STAGES`) unless the run names them.
+them, so the runner knows nothing of what they check: when a stage grows stronger, or a stage declares
+that it kills an engine file's mutants (``Stage.kills``, :mod:`flightcheck.checks.suite.registry`),
+``mutate`` measures that. Which stages a mutant runs follows its file (:func:`stages_for`: the server's
+modules run :data:`SERVER_STAGES`) unless the run names them.
 :func:`run_baseline` runs the stages on the unmutated engine first (a red baseline makes every mutant look killed); :func:`run_mutants` then
 classifies each mutant from its process: a failed row, a crash or a timeout kills it.
 
@@ -34,30 +35,35 @@ from flightcheck.checks.cluster import Cluster
 from flightcheck.checks.mutate.generate import Mutant
 from flightcheck.checks.mutate.results import Kill, Outcome
 
-# The stages of `flightcheck check` that test the engine (the others read the spec or traces only):
-# conformance first (most kills take about a second), then the engine's guard/command pairs in a bound.
-ENGINE_STAGES: tuple[str, ...] = ("flightcheck.checks.suite.stage_conform:conform_stage",
-                                  "flightcheck.checks.suite.stage_engine:engine_stage")
-# The server's modules (impl/server/) are imported by the server stage alone: seeded schedules under the
-# controlled scheduler, then seeded programs of HTTP clients against the real server on its sockets.
-SERVER_STAGES: tuple[str, ...] = ("flightcheck.checks.server.campaign:server_stage",)
-# The client API (impl/engine.py) and the forward pass (impl/runner.py): the engine stages first, then the
-# server stage, which reaches what they leave out (Engine.result and the event log's header, which the
-# server's log check reads; greedy outputs compared across batch shapes). Measured on a quick seeded sample
-# (2026-12-03): of the 15 mutants of the two files that survived conform and engine, the server stage
-# killed 4 (3 of impl/engine.py), at 6 to 9 s for each survivor. A mutant the engine stages kill never
-# runs it (the worker stops at the first failing stage).
-ENGINE_AND_SERVER_STAGES: tuple[str, ...] = ENGINE_STAGES + SERVER_STAGES
-FILE_STAGES: dict[str, tuple[str, ...]] = {"impl/engine.py": ENGINE_AND_SERVER_STAGES,
-                                           "impl/runner.py": ENGINE_AND_SERVER_STAGES}
+# Which stages a mutant runs is each stage's own declaration (``Stage.kills``, ``Stage.kill_rank`` in
+# checks/suite/stage_*.py): conform (most kills take about a second), then the engine's guard/command
+# pairs in a bound, for every engine module; the server stage for the server's modules (impl/server/,
+# which the conform and engine stages never import) and for the client API and the forward pass
+# (impl/engine.py, impl/runner.py). Measured on a quick seeded sample (2026-12-03): of the 15 mutants of
+# those two files that survived conform and engine, the server stage killed 4 (3 of impl/engine.py), at 6
+# to 9 s for each survivor. A mutant the engine stages kill never runs it (the worker stops at the first
+# failing stage).
+
+
+def _killers(file: str) -> tuple[str, ...]:
+    from flightcheck.checks.suite.registry import stages
+
+    found = [s for s in stages() if not s.needs_model and s.kills_mutants_of(file)]
+    return tuple(s.path for s in sorted(found, key=lambda s: s.kill_rank))
+
+
+# The stages that run on a mutant of any engine module, and those that run on the server's modules.
+ENGINE_STAGES: tuple[str, ...] = _killers("impl/coordinator.py")
+SERVER_STAGES: tuple[str, ...] = _killers("impl/server/app.py")
 
 
 def stages_for(file: str) -> tuple[str, ...]:
     """The stages a mutant of ``file`` (``impl/NAME.py`` as :class:`~.plan.Target` names it) runs when
-    ``--stage`` is not given: :data:`SERVER_STAGES` for the server's modules (``impl/server/``), whose code
-    the conform and engine stages never import; :data:`FILE_STAGES` for the files named there (the client
-    API and the forward pass: the engine stages, then the server stage); :data:`ENGINE_STAGES` for every
-    other engine module (the coordinator, the scheduler, the flights, the page pool: as before).
+    ``--stage`` is not given: the stages that declare they kill its mutants (``Stage.kills``), cheapest
+    first (``Stage.kill_rank``): :data:`SERVER_STAGES` for the server's modules (``impl/server/``), whose
+    code the conform and engine stages never import; the engine stages, then the server stage, for the
+    client API and the forward pass; :data:`ENGINE_STAGES` for every other engine module (the
+    coordinator, the scheduler, the flights, the page pool), and for a file no stage names.
 
     For example::
 
@@ -66,9 +72,7 @@ def stages_for(file: str) -> tuple[str, ...]:
         >>> [s.rpartition(":")[2] for s in stages_for("impl/engine.py")]
         ['conform_stage', 'engine_stage', 'server_stage']
     """
-    if file.startswith("impl/server/"):
-        return SERVER_STAGES
-    return FILE_STAGES.get(file, ENGINE_STAGES)
+    return _killers(file) or ENGINE_STAGES
 
 
 def stages_for_files(files: list[str] | tuple[str, ...]) -> tuple[str, ...]:

@@ -4,7 +4,7 @@
 replace and its mutated source, or none for the baseline; the stages by import path; ``quick``),
 installs :class:`~flightcheck.checks.mutate.hook.MutantFinder` before importing anything of the
 engine, runs each stage as ``flightcheck check`` does (``stage(ctx) -> list[Row]`` with a
-:class:`~flightcheck.checks.suite.stages.Context` of the job's ``quick``, the recorded expectations, the
+:class:`~flightcheck.checks.suite.context.Context` of the job's ``quick``, the recorded expectations, the
 stage ending at its first failing row, and the job at its first failing stage, unless the job asks
 for ``all_rows``, and one
 process: the runner spreads mutants, not stage items, over the cores; a stage that raises is one failed row naming the error), and writes the rows as JSON. A crash, a hang or an exit
@@ -63,7 +63,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     import tempfile
 
     from flightcheck.checks.suite.expect import Expectations
-    from flightcheck.checks.suite.stages import Context
+    from flightcheck.checks.suite.context import Context
 
     # Imported after the hook: the stages' own imports of the engine must see the mutant.
     # One failing row kills the mutant; the rest of the stage would only cost time (the runner asks for

@@ -40,7 +40,20 @@ def strength_counts(rows: list[dict[str, Any]]) -> str:
     return summary_line([SimpleNamespace(claim=r.get("claim")) for r in rows])
 
 
-STAGES_SHOWN = ("explore", "prove", "variants", "equiv", "conform", "workload")
+def section_stages() -> dict[str, list[str]]:
+    """Each report section with the stages whose rows feed it (in the order they run), as each stage
+    declares (``Stage.report``, :mod:`flightcheck.checks.suite.registry`).
+
+    >>> section_stages()["conform"]
+    ['conform', 'smollm2']
+    """
+    from flightcheck.checks.suite.registry import stages
+
+    out: dict[str, list[str]] = {}
+    for stage in stages():
+        if stage.report is not None:
+            out.setdefault(stage.report, []).append(stage.name)
+    return out
 
 
 def _rows(rows: Iterable[Any]) -> list[dict[str, Any]]:
@@ -158,6 +171,8 @@ def build_report(rows: Iterable[Any], *, options: dict[str, Any] | None = None, 
     by_stage: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_stage.setdefault(r["stage"], []).append(r)
+    feeds = section_stages()
+    section = {name: [r for r in rows if r["stage"] in names] for name, names in feeds.items()}
     ok = all(r["ok"] for r in rows)
     report = Report(
         title="flightcheck check", ok=ok,
@@ -165,31 +180,31 @@ def build_report(rows: Iterable[Any], *, options: dict[str, Any] | None = None, 
                             strength_cell(r.get("claim"))) for r in rows],
         generated=datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"), options=dict(options or {}),
         errors=sum(bool(r.get("error")) for r in rows),
-        missing=[s for s in STAGES_SHOWN if s not in by_stage], strength=strength_counts(rows))
-    report.properties, report.verdicts = _verdicts(by_stage.get("explore", []))
-    for r in by_stage.get("variants", []):
+        missing=[names[0] for names in feeds.values() if not any(n in by_stage for n in names)],
+        strength=strength_counts(rows))
+    report.properties, report.verdicts = _verdicts(section.get("verdicts", []))
+    for r in section.get("variants", []):
         if r["item"] != "(stage)":
             story = _safely(report, f"variant {r['item']}", _variant, r)
             if story is not None:
                 report.variants.append(story)
-    for r in by_stage.get("prove", []):
+    for r in section.get("proofs", []):
         if r["item"] != "(stage)" and "mismatches" not in r["evidence"]:  # a drift row has no proof table
             table = _safely(report, f"proof {r['item']}", _proof, r)
             if table is not None:
                 report.proofs.append(table)
-    for r in by_stage.get("equiv", []):
+    for r in section.get("equivalences", []):
         if r["item"] != "(stage)" and "verdict" in r["evidence"]:
             entry = _safely(report, r["item"], _equiv, r)
             if entry is not None:
                 report.equivalences.append(entry)
-    for stage in ("conform", "smollm2"):
-        for r in by_stage.get(stage, []):
-            report.conform.append(SummaryRow(r["stage"], r["item"], r["ok"], r["detail"], r.get("seconds", 0.0)))
-            ev = r["evidence"]
-            if "single-flight" in ev and "none" in ev:
-                report.probe[ev.get("model", stage)] = {"none": ev["none"], "single-flight": ev["single-flight"]}
+    for r in sorted(section.get("conform", []), key=lambda r: feeds["conform"].index(r["stage"])):
+        report.conform.append(SummaryRow(r["stage"], r["item"], r["ok"], r["detail"], r.get("seconds", 0.0)))
+        ev = r["evidence"]
+        if "single-flight" in ev and "none" in ev:
+            report.probe[ev.get("model", r["stage"])] = {"none": ev["none"], "single-flight": ev["single-flight"]}
     report.workload = [dict(r["evidence"], item=r["item"], ok=r["ok"], detail=r["detail"])
-                       for r in by_stage.get("workload", []) if r["item"] != "(stage)"]
+                       for r in section.get("workload", []) if r["item"] != "(stage)"]
     if coverage:
         from flightcheck.checks.report.coverage_graph import STORY_SCENARIO, coverage_graphs
 

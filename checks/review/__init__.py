@@ -17,7 +17,9 @@ regression (exit 1); other changes are shown and fail only under ``--strict``
 ``review.json``.
 
 ``flightcheck check --since REF`` runs only the stages a change since ``REF`` can affect
-(:mod:`.since`: by ``git diff --name-only REF`` and the untracked files), and says which and why.
+(:mod:`.since`: by ``git diff --name-only REF`` and the untracked files, against what each stage declares
+it depends on; a Python file whose code is unchanged, only its comments or layout, selects none), and says
+which and why.
 
 ``flightcheck diff --base REF`` makes the same comparison for one scenario under one policy and draws the
 two graphs as one, added states and edges green, removed red (:mod:`.base_diff`, :mod:`.drawing`).

@@ -23,9 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from flightcheck.checks.review.errors import ReviewError
-
-# The scenarios ``check --quick`` leaves out of its explore stage (the largest graphs).
-HEAVY = ("burst4-abort", "doc3-abort", "doc3-expire", "doc3-pool", "doc3-evict")
+from flightcheck.checks.suite.stage_explore import HEAVY  # what check --quick leaves out of its explore stage
 
 
 def quick_scenarios(names: list[str]) -> list[str]:
@@ -144,6 +142,25 @@ def baseline_command(ref: str, *, scenarios: list[str] | None, quick: bool, stri
     return review["exit"]
 
 
+def unchanged_code(root: Path, ref: str, paths: list[str]) -> list[str]:
+    """The Python files among ``paths`` whose code in the working tree is the same as at ``ref`` (only
+    comments or layout changed: :func:`~flightcheck.checks.review.since.same_code`)."""
+    from flightcheck.checks.review.gitrepo import file_at
+    from flightcheck.checks.review.since import same_code
+
+    out = []
+    for path in paths:
+        if not path.endswith(".py") or not (root / path).is_file():
+            continue
+        try:
+            now = (root / path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if same_code(file_at(root, ref, path), now):
+            out.append(path)
+    return out
+
+
 def since_command(ref: str, *, known: list[str], stage: list[str] | None, as_json: bool,
                   run: Callable[[list[str]], str], folder: Path | None = None) -> str:
     """``check --since REF``: run (through ``run``) only the stages of ``known`` a change since ``ref`` can
@@ -157,12 +174,13 @@ def since_command(ref: str, *, known: list[str], stage: list[str] | None, as_jso
     try:
         root = toplevel(folder or Path.cwd())
         paths = changed_files(root, ref)
+        same = unchanged_code(root, ref, paths)
     except ReviewError as error:
         raise _usage(error) from None
-    chosen = select(paths, known)
+    chosen = select(paths, known, same=same)
     todo = [s for s in chosen.stages if stage is None or s in stage]
     said = {"ref": ref, "changed": len(paths), "selected": chosen.stages, "running": todo,
-            "everything": chosen.everything, "paths": chosen.reasons}
+            "everything": chosen.everything, "paths": chosen.reasons, "same_code": chosen.same_code}
     if not as_json:
         console = Console(highlight=False)
         why = (f"{len(paths)} changed path(s) since {ref}" if paths else f"nothing changed since {ref}")
@@ -175,7 +193,8 @@ def since_command(ref: str, *, known: list[str], stage: list[str] | None, as_jso
         else:
             console.print(f"since {ref}: {why}; no stage can be affected, so none runs", markup=False, soft_wrap=True)
         for path, stages in list(chosen.reasons.items())[:20]:
-            console.print(f"  {path}: {', '.join(stages) if stages else 'no stage'}", markup=False, soft_wrap=True)
+            why = " (the same code: comments or layout only)" if path in chosen.same_code else ""
+            console.print(f"  {path}: {', '.join(stages) if stages else 'no stage'}{why}", markup=False, soft_wrap=True)
         if len(chosen.reasons) > 20:
             console.print(f"  ... and {len(chosen.reasons) - 20} more", markup=False, soft_wrap=True)
     if not todo:

@@ -70,6 +70,16 @@ def changed_files(root: Path, ref: str) -> list[str]:
     return sorted(set(filter(None, tracked + untracked)))
 
 
+def file_at(root: Path, ref: str, path: str) -> str | None:
+    """The text of ``path`` (relative to ``root``) at the commit ``ref`` names; None when the commit has no
+    such file (or it is not text)."""
+    commit = resolve(root, ref)
+    try:
+        return git(root, "show", f"{commit}:{path}")
+    except (GitFailed, UnicodeDecodeError):
+        return None
+
+
 def uncommitted(root: Path) -> list[str]:
     """Paths with changes not yet committed (modified, staged or untracked), as ``git status`` names them."""
     return [line[3:] for line in git(root, "status", "--porcelain", "--untracked-files=normal").splitlines() if line]

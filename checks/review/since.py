@@ -1,61 +1,58 @@
 """Which stages of ``flightcheck check`` a change can affect: ``check --since REF``.
 
-A changed path selects stages by the folder it is in (:data:`RULES`, the first matching prefix wins),
-from what each stage imports: ``explore``, ``variants``, ``prove`` and ``equiv`` import only ``spec/``
-and the checkers (never ``impl/``), so a change to the engine cannot move them and selects the stages
-that run it (``engine``, its guard/command pairs within a bound; ``conform``, and ``smollm2``,
-conformance on the real model, which ``--quick`` skips); a change to the server (``impl/server/``) selects ``server``; a change to ``spec/`` can move
-every stage; a change to a room of ``checks/`` selects the stages that import it (``checks/explore`` is
-read by the proofs and the conformance's coverage too). Documentation, tests, scripts and CI files
-select nothing. A path no rule knows selects everything: an unknown change is never a skipped check.
+Each stage declares the paths its rows depend on (``Stage.depends``, its own module and the suite's
+shared code: :mod:`flightcheck.checks.suite.registry`); a changed path selects every stage that depends
+on it, so the table is the stages' own: a stage added with its declaration is selected with no edit
+here; a change to the report (``checks/report/``) selects the stages whose report section it draws. A
+path no stage claims selects nothing when no stage can depend on it (:data:`NO_STAGE`: tests,
+documentation, scripts, CI, and the rooms of ``checks/`` that no stage imports, which the architecture
+test keeps so), and everything when it lies under a source folder or is not documentation: an unknown
+change is never a skipped check.
+
+A Python file whose code is the same as at REF (the same syntax tree: only comments, blank lines or
+line breaks changed) selects nothing either, whatever it is, since no stage can see the difference
+(:func:`same_code`, fed by ``since_command`` from git); a spec file whose comments alone changed reruns
+nothing that depends on the spec.
 
 For example::
 
-    >>> select(["impl/engine.py"], ["explore", "variants", "prove", "equiv", "engine", "conform", "server",
-    ...                             "smollm2"]).stages
-    ['engine', 'conform', 'smollm2']
+    >>> known = ["explore", "variants", "prove", "equiv", "engine", "conform", "server", "smollm2", "workload"]
+    >>> select(["impl/pages.py"], known).stages
+    ['engine', 'conform', 'server', 'smollm2']
     >>> select(["README.md", "docs/x.png"], ["explore", "conform"]).stages
     []
-    >>> select(["spec/model.py"], ["explore", "conform"]).stages
-    ['explore', 'conform']
+    >>> select(["spec/model.py"], known).stages
+    ['explore', 'variants', 'prove', 'equiv', 'engine', 'conform', 'server', 'smollm2']
+    >>> select(["spec/model.py"], known, same=["spec/model.py"]).stages
+    []
 """
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
-ALL = "*"
-CONFORM = ("engine", "conform", "smollm2")
-GRAPH = ("explore", "variants", "prove", "equiv")
+from flightcheck.checks.suite.registry import Stage, matches, stages as registered
 
-# (path prefix, stages it selects, why), the first match wins; a path matching none selects everything.
-RULES: list[tuple[str, tuple[str, ...], str]] = [
-    ("spec/", (ALL,), "the design every stage checks"),
-    ("impl/server/", ("server",), "the server"),
-    ("impl/", CONFORM, "the engine (only the engine and conformance stages run it)"),
-    ("checks/explore/", GRAPH + CONFORM + ("server",), "the explorer (also read by the proofs and conformance)"),
-    ("checks/proofs/", ("prove", "equiv"), "the proofs"),
-    ("checks/unbounded/", ("prove",), "the proofs for all sizes (rows of the prove stage)"),
-    ("checks/symbolic/", ("engine",), "the engine's code against the spec within a bound"),
-    ("checks/conform/", CONFORM + ("server",), "conformance (the server's harness reads its event log)"),
-    ("checks/server/", ("server",), "the server campaign"),
-    ("checks/workload/", ("workload",), "the workload model"),
-    ("data/", ("workload",), "the traces"),
-    ("checks/review/", (), "the review (not a stage)"),
-    ("checks/bench/", (), "the experiments (not a stage)"),
-    ("checks/mutate/", (), "mutation testing (not a stage)"),
-    ("checks/promela/", (), "the Promela export (not a stage)"),
-    ("checks/cli/cmd_", (), "a command other than check's stages"),
-    ("checks/", (ALL,), "shared checker code (the suite, its stages, the recorded figures, the report)"),
-    ("flightcheck/", (ALL,), "the package"),
-    ("pyproject.toml", (ALL,), "the package's build and dependencies"),
-    ("tests/", (), "tests (run pytest)"),
-    ("docs/", (), "documentation"),
-    ("scripts/", (), "scripts"),
-    (".github/", (), "CI"),
+# (glob, why): paths no stage depends on (checked after the stages' own declarations).
+NO_STAGE: list[tuple[str, str]] = [
+    ("tests/**", "tests (run pytest)"),
+    ("docs/**", "documentation"),
+    ("scripts/**", "scripts"),
+    (".github/**", "CI"),
+    ("checks/review/**", "the review (not a stage)"),
+    ("checks/bench/**", "the experiments (not a stage)"),
+    ("checks/mutate/**", "mutation testing (not a stage)"),
+    ("checks/promela/**", "the Promela export (not a stage)"),
+    ("checks/cli/**", "the commands (no stage imports them)"),
+    ("checks/interactive/**", "the explorer in the browser (not a stage)"),
+    ("checks/outside/**", "the probe from outside (not a stage)"),
 ]
-DOC_SUFFIXES = (".md", ".txt", ".rst", ".png", ".svg", ".jpg")  # documentation anywhere
+REPORT = "checks/report/**"  # selects the stages whose report section it draws
+SOURCE = ("spec/", "impl/", "checks/", "flightcheck/", "data/")  # unclaimed here: everything runs
+DOC_SUFFIXES = (".md", ".txt", ".rst", ".png", ".svg", ".jpg")  # documentation anywhere else
+EVERYTHING = "not known to the selection (so everything runs)"
 
 
 @dataclass
@@ -65,33 +62,67 @@ class Selection:
     stages: list[str]
     reasons: dict[str, list[str]] = field(default_factory=dict)  # path -> the stages it selected
     everything: bool = False
+    same_code: list[str] = field(default_factory=list)  # paths whose code is unchanged (comments only)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready form."""
-        return {"stages": self.stages, "everything": self.everything, "changed": self.reasons}
+        return {"stages": self.stages, "everything": self.everything, "changed": self.reasons,
+                "same_code": self.same_code}
 
 
-def stages_of(path: str) -> tuple[tuple[str, ...], str]:
-    """The stages a change to ``path`` can affect (``("*",)`` for all), and why."""
-    for prefix, stages, why in RULES:
-        if path == prefix or path.startswith(prefix):
-            return stages, why
+def stages_of(path: str, table: Iterable[Stage] | None = None) -> tuple[list[str] | None, str]:
+    """The names of the stages a change to ``path`` can affect (None: every stage), and why; ``table``:
+    the stages (default: the registered ones)."""
+    table = list(registered() if table is None else table)
+    if matches(REPORT, path):
+        return [s.name for s in table if s.report is not None], "the report (the stages whose sections it draws)"
+    hit = [s.name for s in table if s.depends_on(path)]
+    if hit:
+        return hit, "what these stages declare they depend on"
+    for pattern, why in NO_STAGE:
+        if matches(pattern, path):
+            return [], why
+    if path.startswith(SOURCE):
+        return None, EVERYTHING
     if path.endswith(DOC_SUFFIXES):
-        return (), "documentation"
-    return (ALL,), "not known to the selection (so everything runs)"
+        return [], "documentation"
+    return None, EVERYTHING
 
 
-def select(paths: list[str], known: list[str]) -> Selection:
-    """The stages of ``known`` (in its order) that a change to ``paths`` can affect."""
+def select(paths: list[str], known: list[str], *, same: Iterable[str] = (),
+           table: Iterable[Stage] | None = None) -> Selection:
+    """The stages of ``known`` (in its order) that a change to ``paths`` can affect. ``same``: the paths
+    among them whose code did not change (:func:`same_code`), which select nothing."""
+    table = list(registered() if table is None else table)
+    same = set(same)
     wanted: set[str] = set()
     reasons: dict[str, list[str]] = {}
     everything = False
     for path in paths:
-        stages, _why = stages_of(path)
-        if ALL in stages:
+        if path in same:
+            reasons[path] = []
+            continue
+        names, _why = stages_of(path, table)
+        if names is None:
             everything = True
             reasons[path] = list(known)
         else:
-            reasons[path] = [s for s in known if s in stages]
+            reasons[path] = [s for s in known if s in names]
         wanted |= set(reasons[path])
-    return Selection([s for s in known if s in wanted], reasons, everything)
+    return Selection([s for s in known if s in wanted], reasons, everything, sorted(p for p in paths if p in same))
+
+
+def same_code(before: str | None, after: str | None) -> bool:
+    """Whether two versions of a Python file hold the same code: both parse to the same syntax tree (so
+    only comments, blank lines, line breaks or spacing differ). A missing side, or one that does not
+    parse, is not the same.
+
+    >>> same_code("x = 1  # one\\n", "# the answer\\nx = (\\n    1)\\n"), same_code("x = 1\\n", "x = 2\\n")
+    (True, False)
+    """
+    if before is None or after is None:
+        return False
+    try:
+        return ast.dump(ast.parse(before)) == ast.dump(ast.parse(after))
+    except (SyntaxError, ValueError):
+        return False

@@ -12,7 +12,7 @@ the client and what it saw; :func:`replay` runs a saved program again::
 
 For example::
 
-    >>> from flightcheck.checks.suite.stages import Context
+    >>> from flightcheck.checks.suite.context import Context
     >>> rows = server_stage(Context(quick=True), seeds=[0])
     >>> [(r.item, r.ok) for r in rows]
     [('seed 0', True)]

@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from flightcheck.checks.suite.job import Row
-from flightcheck.checks.suite.stages import Context, _parallel
+from flightcheck.checks.suite.context import Context, parallel
 
 
 def gate_items(quick: bool) -> list[tuple[str, dict[str, Any], list[list[str]]]]:
@@ -65,7 +65,7 @@ def coverage_gate_rows(ctx: Context) -> list[Row]:
 
     t = time.perf_counter()
     items = gate_items(ctx.quick)
-    results = _parallel(_gate_one, items, ctx)
+    results = parallel(_gate_one, items, ctx)
     reach, driven, cpu = Reachable(), set(), 0.0
     for r, d, seconds in results:
         reach.merge(r)
@@ -75,7 +75,7 @@ def coverage_gate_rows(ctx: Context) -> list[Row]:
     if undriven:
         todo = [(item, r.engine_classes & undriven) for item, (r, _d, _s) in zip(items, results)
                 if r.engine_classes & undriven]
-        in_order = set().union(*_parallel(_in_order_one, todo, ctx))
+        in_order = set().union(*parallel(_in_order_one, todo, ctx))
         reach.exclude(undriven - in_order, "fifo-admission")
     ok, detail, evidence = gate_summary(reach, driven)
     if not ok:

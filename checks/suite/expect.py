@@ -11,7 +11,7 @@ meant, ``flightcheck check --record`` writes the new figures (review the diff li
 The file is trusted only as far as it is checked, so:
 
 - it is read strictly (:func:`load`): a regular file of at most :data:`MAX_BYTES`, JSON, and every
-  section and figure of the shape :data:`SCHEMA` gives; anything else is an :class:`ExpectationsError`
+  section and figure of the shape :func:`schema` gives; anything else is an :class:`ExpectationsError`
   (bad input, exit 2) naming the section and the item;
 - a figure that a run produces and the file lacks fails its row ("not recorded"): a lost file or a lost
   section never turns every comparison into a silent pass;
@@ -45,37 +45,52 @@ EXPECTATIONS_PATH = Path(__file__).with_name("expectations.json")
 MAX_BYTES = 16 * 2**20  # today's file is about 150 KB; a file far larger is not one check wrote
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+def is_count(v: Any) -> bool:
+    """An integer >= 0 (not a bool)."""
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
-def _count(v: Any) -> bool:
-    return _is_int(v) and v >= 0
-
-
-def _pair(first: Callable[[Any], bool], second: Callable[[Any], bool]) -> Callable[[Any], bool]:
-    return lambda v: isinstance(v, list) and len(v) == 2 and first(v[0]) and second(v[1])
-
-
-def _str(v: Any) -> bool:
+def is_text(v: Any) -> bool:
+    """A string."""
     return isinstance(v, str)
 
 
-# Every section the file may hold, each with what one of its figures must look like.
-SCHEMA: dict[str, tuple[str, Callable[[Any], bool]]] = {
-    "explore": ("a state count (an integer >= 0)", _count),
-    "variants": ("[violated property, shortest path length]", _pair(_str, _count)),
-    "violated": ("a sorted list of property names",
-                 lambda v: isinstance(v, list) and all(map(_str, v)) and v == sorted(v)),
-    "prove": ("an object of property name -> verdict text",
-              lambda v: isinstance(v, dict) and all(map(_str, v.values()))),
-    "unbounded": ("an object of invariant name -> proved, cti or unknown",
-                  lambda v: isinstance(v, dict) and all(x in ("proved", "cti", "unknown") for x in v.values())),
-    "equiv": ("[verdict, sequence length]", _pair(_str, _count)),
-    "workload": ("[cold attempts, removable attempts]", _pair(_count, _count)),
-    "fingerprint": ("an object of property name -> states where it holds",
-                    lambda v: isinstance(v, dict) and all(map(_count, v.values()))),
-}
+def pair_of(first: Callable[[Any], bool], second: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """The test of a two-item list whose items pass ``first`` and ``second``.
+
+    >>> pair_of(is_text, is_count)(["no_deadlock", 3]), pair_of(is_text, is_count)(["no_deadlock"])
+    (True, False)
+    """
+    return lambda v: isinstance(v, list) and len(v) == 2 and first(v[0]) and second(v[1])
+
+
+def sorted_names(v: Any) -> bool:
+    """A sorted list of strings."""
+    return isinstance(v, list) and all(map(is_text, v)) and v == sorted(v)
+
+
+def is_text_map(v: Any) -> bool:
+    """An object whose values are strings."""
+    return isinstance(v, dict) and all(map(is_text, v.values()))
+
+
+def is_count_map(v: Any) -> bool:
+    """An object whose values are counts (:func:`is_count`)."""
+    return isinstance(v, dict) and all(map(is_count, v.values()))
+
+
+def is_verdict_map(v: Any) -> bool:
+    """An object whose values are proved, cti or unknown."""
+    return isinstance(v, dict) and all(x in ("proved", "cti", "unknown") for x in v.values())
+
+
+def schema() -> dict[str, tuple[str, Callable[[Any], bool]]]:
+    """Every section the file may hold, each with what one of its figures must look like (words, and a
+    test): the sections each stage declares it compares (its ``Stage.expects``,
+    :mod:`flightcheck.checks.suite.registry`), in the order the stages run."""
+    from flightcheck.checks.suite.registry import stages
+
+    return {section: what for stage in stages() for section, what in stage.expects.items()}
 
 
 class ExpectationsError(InputError):
@@ -83,7 +98,7 @@ class ExpectationsError(InputError):
 
 
 def load(path: Path = EXPECTATIONS_PATH, *, missing_ok: bool = False) -> dict[str, dict[str, Any]]:
-    """The recorded figures at ``path``, checked against :data:`SCHEMA` (``{}`` for a missing file when
+    """The recorded figures at ``path``, checked against :func:`schema` (``{}`` for a missing file when
     ``missing_ok``, as when recording for the first time)."""
     source = str(path)
     try:
@@ -111,15 +126,16 @@ def load(path: Path = EXPECTATIONS_PATH, *, missing_ok: bool = False) -> dict[st
 
 def check(data: Any, source: str = "recorded figures") -> None:
     """Raise :class:`ExpectationsError` naming the first section or figure of ``data`` that is not of
-    :data:`SCHEMA`."""
+    :func:`schema`."""
     if not isinstance(data, dict):
         raise ExpectationsError(source, None, None, "must be a JSON object of sections")
+    known = schema()
     for section, items in data.items():
-        if section not in SCHEMA:
-            raise ExpectationsError(source, None, section, f"unknown section; known: {', '.join(SCHEMA)}")
+        if section not in known:
+            raise ExpectationsError(source, None, section, f"unknown section; known: {', '.join(known)}")
         if not isinstance(items, dict):
             raise ExpectationsError(source, None, section, "must be an object of item -> figure")
-        what, ok = SCHEMA[section]
+        what, ok = known[section]
         for item, value in items.items():
             if not ok(value):
                 shown = json.dumps(value)
@@ -226,5 +242,5 @@ def _text(value: Any) -> str:
     return json.dumps(value) if not isinstance(value, (int, str)) else str(value)
 
 
-__all__ = ["EXPECTATIONS_PATH", "Expectations", "ExpectationsError", "SCHEMA", "check", "load", "writable",
-           "write_atomically"]
+__all__ = ["EXPECTATIONS_PATH", "Expectations", "ExpectationsError", "check", "is_count", "is_count_map", "is_text",
+           "is_text_map", "is_verdict_map", "load", "pair_of", "schema", "sorted_names", "writable", "write_atomically"]

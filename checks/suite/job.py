@@ -1,8 +1,9 @@
 """``flightcheck check``: the main job, every check over the default scenarios, with one summary.
 
-The suite is a list of stages (:mod:`flightcheck.checks.suite.stages`), each a function
-``stage(ctx) -> list[Row]``, listed by import path in :data:`STAGES` so that a stage whose
-dependencies are missing reports itself as an error row instead of breaking the rest. Every row carries
+The suite is a list of stages, each a module ``checks/suite/stage_NAME.py`` that declares its rows function
+``stage(ctx) -> list[Row]`` (:mod:`flightcheck.checks.suite.registry`); the job loads each by import
+path (:func:`stage_table`) so that a stage whose dependencies are missing reports itself as an error row
+instead of breaking the rest. Every row carries
 its evidence (paths, counts, verdicts) for ``--json`` and for the report that ``run_suite`` writes with
 ``report_dir`` (:mod:`flightcheck.checks.report`); a report that cannot be written is a failed row too.
 
@@ -78,18 +79,20 @@ def crashed_row(stage: str, item: str, error: BaseException, seconds: float) -> 
                {"raised_by": "flightcheck", "traceback": str(where) if where else None}, error=True)
 
 
-# Stages by import path, in the order they run. A stage that needs the real model is skipped by --quick.
-STAGES: list[tuple[str, str, bool]] = [
-    ("explore", "flightcheck.checks.suite.stages:explore_stage", False),
-    ("variants", "flightcheck.checks.suite.stages:variants_stage", False),
-    ("prove", "flightcheck.checks.suite.stages:prove_stage", False),
-    ("equiv", "flightcheck.checks.suite.stages:equiv_stage", False),
-    ("engine", "flightcheck.checks.suite.stage_engine:engine_stage", False),
-    ("conform", "flightcheck.checks.suite.stage_conform:conform_stage", False),
-    ("server", "flightcheck.checks.server.campaign:server_stage", False),
-    ("smollm2", "flightcheck.checks.suite.stages:real_model_stage", True),
-    ("workload", "flightcheck.checks.suite.stages:workload_stage", False),
-]
+# The stages to run, as (name, rows function's import path, needs the real model) in the order they run:
+# None reads them from the registry (:mod:`flightcheck.checks.suite.registry`, each stage's own
+# declaration); a test or an embedder may set a list of its own.
+STAGES: list[tuple[str, str, bool]] | None = None
+
+
+def stage_table() -> list[tuple[str, str, bool]]:
+    """The stages ``check`` runs: (name, import path of its rows function, whether it needs the real
+    model, which ``--quick`` skips), in order; :data:`STAGES` when set, else every registered stage."""
+    if STAGES is not None:
+        return list(STAGES)
+    from flightcheck.checks.suite.registry import stages
+
+    return [(s.name, s.path, s.needs_model) for s in stages()]
 
 
 def _load(path: str) -> Callable[..., list[Row]]:
@@ -125,7 +128,7 @@ def run_suite(*, as_json: bool = False, quick: bool = False, budget: float | Non
     proved; see :func:`~flightcheck.checks.suite.claims.require_proof`)."""
     from flightcheck.checks.suite.expect import EXPECTATIONS_PATH, Expectations
 
-    from flightcheck.checks.suite.stages import Context
+    from flightcheck.checks.suite.context import Context
 
     book_path = expectations or EXPECTATIONS_PATH
     console = Console(stderr=as_json)
@@ -147,7 +150,7 @@ def _run(ctx: Any, console: Console, book: Any, book_path: Path, *, as_json: boo
          require_proof: bool = False) -> str:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    todo = [(s, p) for s, p, needs_model in STAGES if not (quick and needs_model) and (stages is None or s in stages)]
+    todo = [(s, p) for s, p, needs_model in stage_table() if not (quick and needs_model) and (stages is None or s in stages)]
     rows: list[Row] = []
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} {task.fields[unit]}"),
                   TimeElapsedColumn(), console=console, transient=True, disable=not console.is_terminal) as progress:

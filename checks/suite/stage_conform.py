@@ -12,7 +12,8 @@ import time
 from typing import Any, Callable
 
 from flightcheck.checks.suite.job import Row
-from flightcheck.checks.suite.stages import Context, _parallel
+from flightcheck.checks.suite.registry import Stage
+from flightcheck.checks.suite.context import Context, parallel
 from flightcheck.spec.scenario import PUBLICATIONS, RELEASES, SCENARIOS
 
 
@@ -55,7 +56,7 @@ def corpus_rows(ctx: Context) -> list[Row]:
     parts = ctx.jobs
     chunks = [[e.to_json() for e in entries[k::parts]] for k in range(parts)]
     args = [(c, ctx.model, ctx.first_failure) for c in chunks if c]
-    results = [r for part in _parallel(_replay_entries, args, ctx) for r in part]
+    results = [r for part in parallel(_replay_entries, args, ctx) for r in part]
     by_scenario: dict[str, list] = {}
     for key, failed, changed, covered, seconds in results:
         by_scenario.setdefault(key.split()[0], []).append((key, failed, changed, covered, seconds))
@@ -127,7 +128,7 @@ def seeded_rows(ctx: Context) -> list[Row]:
         share = ctx.budget / len(items)
         items += [(r, p, 10**6, ctx.model, share, seed, str(ctx.save_dir), shrink) for r in RELEASES for p in PUBLICATIONS]
     rows = []
-    results = (_parallel(_seeded, items, ctx) if not ctx.first_failure
+    results = (parallel(_seeded, items, ctx) if not ctx.first_failure
                else _until_failure(_seeded, items, lambda r: not r["ok"]))
     for (release, publication, _n, _m, budget, seed, _d, _s), r in zip(items, results):
         name = f"{'budget' if budget else 'seeded'} {release} {publication}" + (f" (seed {seed})" if budget else "")
@@ -190,3 +191,11 @@ def conform_stage(ctx: Context) -> list[Row]:
     parts = (probe_rows, shape_rows, seeded_rows, corpus_rows)
     done = _until_failure(lambda part: part(ctx), list(parts), lambda rows: not all(r.ok for r in rows))
     return [row for rows in done for row in rows]
+
+
+STAGE = Stage(
+    "conform", conform_stage,
+    depends=("spec/**", "impl/*.py", "checks/conform/**", "checks/explore/**", "checks/suite/coverage_gate.py"),
+    report="conform",
+    kills=("impl/*.py",), kill_rank=0,
+)

@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from flightcheck.checks.suite.job import Row
-from flightcheck.checks.suite.stages import Context, _parallel
+from flightcheck.checks.suite.registry import Stage
+from flightcheck.checks.suite.context import Context, parallel
 
 # The engine's guard/command pairs against the spec at every engine state within a bound, one state per
 # class of states equal up to the names of pages and requests and to how the requests that hold nothing
@@ -87,8 +88,15 @@ def engine_stage(ctx: Context) -> list[Row]:
     a counterexample names the state, the slot that differs, and replays as a conformance program. Each
     (bound, configuration) pair is one item of work; a bound's rows fold its configurations' runs."""
     items = engine_items(ctx.quick)
-    runs = _parallel(_engine_one_first if ctx.first_failure else _engine_one, items, ctx)
+    runs = parallel(_engine_one_first if ctx.first_failure else _engine_one, items, ctx)
     by_bound: dict[str, list[Any]] = {}
     for (bound_text, _config), run in zip(items, runs):
         by_bound.setdefault(bound_text, []).append(run)
     return [row for bound_text, rs in by_bound.items() for row in _engine_rows(bound_text, rs)]
+
+
+STAGE = Stage(
+    "engine", engine_stage,
+    depends=("spec/**", "impl/*.py", "checks/symbolic/**", "checks/conform/**", "checks/explore/**"),
+    kills=("impl/*.py",), kill_rank=1,
+)

@@ -29,9 +29,9 @@ def test_check_quick_runs_every_stage_but_the_real_model_and_passes(tmp_path):
 def test_a_stage_that_breaks_is_an_error_row_and_the_job_is_no_verdict(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("FLIGHTCHECK_CRASH_DIR", str(tmp_path))
     monkeypatch.setattr(suite, "STAGES", [
-        ("variants", "flightcheck.checks.suite.stages:variants_stage", False),
-        ("broken", "flightcheck.checks.suite.stages:no_such_stage", False),
-        ("smollm2", "flightcheck.checks.suite.stages:real_model_stage", True),
+        ("variants", "flightcheck.checks.suite.stage_variants:variants_stage", False),
+        ("broken", "flightcheck.checks.suite.stage_variants:no_such_stage", False),
+        ("smollm2", "flightcheck.checks.suite.stage_smollm2:real_model_stage", True),
     ])
     assert suite.run_suite(as_json=True, quick=True) == "error"
     out = json.loads(capsys.readouterr().out)
@@ -46,13 +46,14 @@ def test_every_figure_check_pins_is_recorded():
     """check compares each stage's figures with checks/suite/expectations.json; a figure missing there is
     compared with nothing, so a changed state count, proof verdict or path would pass unseen."""
     from flightcheck.checks.suite.expect import Expectations
-    from flightcheck.checks.suite.stages import _key, _prove_items
+    from flightcheck.checks.suite.context import scenario_key as _key
+    from flightcheck.checks.suite.stage_prove import prove_items
     from flightcheck.spec.scenario import SCENARIOS, policy_grid
     from flightcheck.spec.variants import VARIANTS
 
     mutants = {v.name for v in VARIANTS.values() if v.expected_violation is not None}
     want = {"explore": {_key(s) for scn in SCENARIOS.values() for s in policy_grid(scn)},
-            "variants": mutants, "violated": mutants, "prove": {_key(s) for s in _prove_items(False)},
+            "variants": mutants, "violated": mutants, "prove": {_key(s) for s in prove_items(False)},
             "equiv": set(VARIANTS) - {"correct"}, "workload": {"conversation", "synthetic"}}
     want["fingerprint"] = want["explore"]  # every default scenario is explored by the reference explorer
     from flightcheck.checks.unbounded.config import grid
@@ -64,7 +65,8 @@ def test_every_figure_check_pins_is_recorded():
 
 def test_a_figure_other_than_the_recorded_one_fails_its_row():
     from flightcheck.checks.suite.expect import Expectations
-    from flightcheck.checks.suite.stages import Context, variants_stage
+    from flightcheck.checks.suite.context import Context
+    from flightcheck.checks.suite.stage_variants import variants_stage
 
     book = Expectations({"variants": {"insert-on-miss": ["visible_after_compute", 3]},
                          "violated": {"early-release": ["no_deadlock", "release_after_publication"]}})
@@ -81,15 +83,16 @@ def test_a_figure_other_than_the_recorded_one_fails_its_row():
 def test_the_proofs_for_all_sizes_are_prove_rows_compared_with_their_recording(monkeypatch):
     """A row per configuration of the relational model (one here, to keep the test short) and its drift
     rows; a verdict other than the recorded one fails its row and says which moved."""
-    from flightcheck.checks.suite import stages
+    from flightcheck.checks.suite import stage_prove as stages
+    from flightcheck.checks.suite.context import Context
     from flightcheck.checks.suite.expect import Expectations
     from flightcheck.checks.unbounded import config
     from flightcheck.spec.scenario import SCENARIOS
 
     none = config.Config(coordination="none")
     monkeypatch.setattr(config, "grid", lambda: [none])
-    monkeypatch.setattr(stages, "_drift_items", lambda quick: [SCENARIOS["burst2-abort"]])
-    rows = stages.unbounded_rows(stages.Context(quick=True, expect=Expectations.load()))
+    monkeypatch.setattr(stages, "drift_items", lambda quick: [SCENARIOS["burst2-abort"]])
+    rows = stages.unbounded_rows(Context(quick=True, expect=Expectations.load()))
     assert [r.item for r in rows] == ["for all sizes: none/after-prefill/incremental release-all",
                                       "relational model = spec: burst2-abort after-prefill incremental release-all"]
     assert all(r.ok for r in rows), [r.detail for r in rows]
@@ -97,5 +100,5 @@ def test_the_proofs_for_all_sizes_are_prove_rows_compared_with_their_recording(m
     assert rows[1].detail == "the relational model is the spec's design on 113 states, 1921 transitions"
     recorded = Expectations.load().recorded["unbounded"][none.label()]
     book = Expectations({"unbounded": {none.label(): dict(recorded, known_once="cti")}})
-    [row, _] = stages.unbounded_rows(stages.Context(quick=True, expect=book))
+    [row, _] = stages.unbounded_rows(Context(quick=True, expect=book))
     assert not row.ok and row.detail.startswith("proofs changed (known_once: cti -> proved); 7/7 proved")

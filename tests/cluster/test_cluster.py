@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 from flightcheck.checks.cli.app import app
 from flightcheck.checks.cluster import Cluster, ClusterError
 from flightcheck.checks.suite.expect import Expectations
-from flightcheck.checks.suite.stages import _explore_one, _key
+from flightcheck.checks.suite.context import scenario_key as _key
+from flightcheck.checks.suite.stage_explore import explore_one as _explore_one
 from flightcheck.spec.scenario import SCENARIOS, policy_grid
 from switches import SLOW
 
@@ -90,7 +91,7 @@ def test_results_on_the_cluster_are_the_recorded_ones_and_survive_a_killed_worke
 
 
 def test_check_runs_its_stage_on_the_scheduler_and_every_figure_is_the_recorded_one(dask_cluster):
-    from flightcheck.checks.suite.stages import _explore_items
+    from flightcheck.checks.suite.stage_explore import explore_items as _explore_items
 
     address, _scheduler, _workers = dask_cluster
     r = CliRunner().invoke(app, ["check", "--quick", "--stage", "explore", "--no-report", "--json", "--scheduler", address])

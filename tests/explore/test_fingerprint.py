@@ -11,7 +11,10 @@ import dataclasses
 import pytest
 
 from flightcheck.checks.suite.expect import Expectations
-from flightcheck.checks.suite.stages import Context, _explore_one, _fingerprint_change, _key
+from flightcheck.checks.suite.context import Context
+from flightcheck.checks.suite.context import scenario_key as _key
+from flightcheck.checks.suite.stage_explore import explore_one as _explore_one
+from flightcheck.checks.suite.stage_explore import fingerprint_change as _fingerprint_change
 from flightcheck.checks.explore.explorer import explore
 from flightcheck.checks.explore.fingerprint import SAMPLES, perturbed_states, property_fingerprint
 from flightcheck.spec import properties as P

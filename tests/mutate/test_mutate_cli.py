@@ -121,7 +121,7 @@ def test_a_malformed_equivalence_file_is_named_and_refused(text, message):
     (["--no-skip", "bogus"], "--no-skip: unknown rule"),
     (["--id", "impl/coordinator.py::nope"], "--id: no such mutant"),
     (["--stage", "nonsense"], "--stage must be MODULE:FUNCTION"),
-    (["--stage", "flightcheck.checks.suite.stages:no_such_stage"], "no_such_stage"),
+    (["--stage", "flightcheck.checks.suite.stage_variants:no_such_stage"], "no_such_stage"),
     (["--equivalent", "/nonexistent/eq.toml"], "no such equivalence file"),
 ])
 def test_bad_arguments_are_exit_2_with_a_message(args, message):

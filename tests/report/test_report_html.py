@@ -105,11 +105,11 @@ def test_a_graph_page_of_the_report_loads_with_every_state_wired(run, tmp_path):
 
 
 def test_proofs_and_equivalences_are_drawn_from_their_rows():
-    from flightcheck.checks.suite.stages import _prove_one
+    from flightcheck.checks.suite.stage_prove import prove_one
     from flightcheck.checks.proofs.equivalence import check_equivalence
     from flightcheck.spec.scenario import SCENARIOS
 
-    key, verdicts, seconds, evidence = _prove_one(SCENARIOS["burst2"])
+    key, verdicts, seconds, evidence = prove_one(SCENARIOS["burst2"])
     scn = pair_scenario("correct", "no-unknown-check")
     eq = check_equivalence("correct", "no-unknown-check", scn, depth=10)
     rows = [Row("prove", key, True, "proved", seconds, {**evidence, "verdicts": verdicts}),

@@ -106,10 +106,19 @@ def test_a_baseline_of_another_layout_is_exit_2_not_a_pass(tmp_path, monkeypatch
 
 
 def test_since_selects_the_conform_stages_for_an_impl_change():
-    assert select(["impl/engine.py", "impl/pages.py"], STAGES).stages == ["engine", "conform", "smollm2"]
+    # the server stage runs the whole engine behind the server, so an engine change reruns it too
+    assert select(["impl/engine.py", "impl/pages.py"], STAGES).stages == ["engine", "conform", "server", "smollm2"]
     assert select(["checks/symbolic/harness.py"], STAGES).stages == ["engine"]
     assert select(["impl/server/app.py"], STAGES).stages == ["server"]
-    assert select(["spec/model.py", "README.md"], STAGES).stages == STAGES
+    # every stage that reads the spec; the workload stage reads only the traces and its model
+    assert select(["spec/model.py", "README.md"], STAGES).stages == [s for s in STAGES if s != "workload"]
+    assert select(["data/traces/synthetic_trace.jsonl"], STAGES).stages == ["workload"]
+    assert select(["checks/suite/stage_equiv.py"], STAGES).stages == ["equiv"]  # a stage's own module
+    assert select(["checks/suite/job.py"], STAGES).stages == STAGES  # the suite's shared code
+    assert select(["checks/report/build.py"], STAGES).stages == ["explore", "variants", "prove", "equiv", "conform",
+                                                               "smollm2", "workload"]  # the stages it draws
+    assert select(["checks/cli/app.py", "checks/mutate/runner.py"], STAGES).stages == []
+    assert select(["spec/model.py"], STAGES, same=["spec/model.py"]).stages == []  # comments only
     assert select(["checks/proofs/induction.py"], STAGES).stages == ["prove", "equiv"]
     assert select(["README.md", "docs/report.png", "tests/review/test_review.py"], STAGES).stages == []
     assert select(["somewhere/new.py"], STAGES).everything  # unknown: everything runs
@@ -126,11 +135,33 @@ def test_since_through_the_cli_says_its_choice(clone, monkeypatch):
         r = _invoke(clone, monkeypatch, "--since", "HEAD", "--stage", "workload", "--json", "--no-report")
         assert r.exit_code == 0, r.output
         since = json.loads(r.stdout)["since"]
-        assert since["selected"] == ["engine", "conform", "smollm2"] and since["running"] == []
+        assert since["selected"] == ["engine", "conform", "server", "smollm2"] and since["running"] == []
         r = _invoke(clone, monkeypatch, "--since", "HEAD", "--stage", "workload", "--no-report")
-        assert "impl/engine.py: engine, conform, smollm2" in r.stdout
+        assert "impl/engine.py: engine, conform, server, smollm2" in r.stdout
     finally:
         git(clone, "checkout", "-q", "--", "README.md", "impl/engine.py")
+
+
+def test_since_reruns_nothing_for_a_comment_only_spec_change_and_every_spec_stage_for_a_code_change(clone, monkeypatch):
+    model = clone / "spec" / "model.py"
+    original = model.read_text()
+    try:
+        model.write_text("# a comment at the top, and the code below it the same\n" + original.replace("\n\n\n", "\n\n\n\n", 1))
+        r = _invoke(clone, monkeypatch, "--since", "HEAD", "--json", "--no-report")
+        assert r.exit_code == 0, r.output
+        since = json.loads(r.stdout)["since"]
+        assert since["same_code"] == ["spec/model.py"] and since["paths"] == {"spec/model.py": []}
+        assert since["selected"] == [] and since["running"] == [] and json.loads(r.stdout)["rows"] == []
+        r = _invoke(clone, monkeypatch, "--since", "HEAD", "--no-report")
+        assert "spec/model.py: no stage (the same code: comments or layout only)" in r.stdout
+        derived = clone / "spec" / "derived.py"
+        derived.write_text(derived.read_text() + "\nUNUSED = 1  # code: every stage that reads the spec reruns\n")
+        r = _invoke(clone, monkeypatch, "--since", "HEAD", "--stage", "workload", "--json", "--no-report")
+        since = json.loads(r.stdout)["since"]
+        assert since["same_code"] == ["spec/model.py"]
+        assert since["paths"]["spec/derived.py"] == since["selected"] == [s for s in STAGES if s != "workload"]
+    finally:
+        git(clone, "checkout", "-q", "--", "spec/model.py", "spec/derived.py")
 
 
 def test_an_engine_change_runs_the_corpus_on_both_engines_and_names_the_programs_that_moved(tmp_path):

@@ -14,7 +14,7 @@ import pytest
 from flightcheck.checks.server import options as table
 from flightcheck.checks.server.campaign import server_stage
 from flightcheck.checks.server.probe_server import BASELINE
-from flightcheck.checks.suite.stages import Context
+from flightcheck.checks.suite.context import Context
 from flightcheck.impl.config import EngineConfig
 
 ROWS = {row.item: row for row in table.ROWS}

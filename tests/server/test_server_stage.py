@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from flightcheck.checks.suite.stages import Context
+from flightcheck.checks.suite.context import Context
 from flightcheck.checks.server.__main__ import main, parse_seeds
 from flightcheck.checks.server.campaign import replay, save_failure, server_stage, shrink
 from flightcheck.checks.server.harness import PROPERTIES, run_program

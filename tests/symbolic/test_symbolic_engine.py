@@ -214,7 +214,7 @@ def test_the_quick_engine_stage_fails_on_a_wrong_heir_and_names_the_abort(monkey
     # the one sharing the most pages, needs three requests under prefix coordination with promotion. Only
     # the quick items of that configuration run here (the others pass whole: about 35 s more).
     from flightcheck.checks.suite import stage_engine
-    from flightcheck.checks.suite.stages import Context
+    from flightcheck.checks.suite.context import Context
 
     items = stage_engine.engine_items(quick=True)
     monkeypatch.setattr(stage_engine, "engine_items", lambda quick: [i for i in items if i[1] == "prefix"])

@@ -8,7 +8,8 @@ import z3
 from typer.testing import CliRunner
 
 from flightcheck.checks.cli.app import app
-from flightcheck.checks.suite import stages
+from flightcheck.checks.suite import stage_prove as stages
+from flightcheck.checks.suite.context import Context
 from flightcheck.checks.suite.expect import Expectations
 from flightcheck.checks.unbounded import checker, config, invariants, signature
 from flightcheck.checks.unbounded.config import Config
@@ -125,8 +126,8 @@ def test_the_json_carries_each_actions_witness(monkeypatch):
 
 def test_the_prove_stage_fails_a_vacuous_configuration(monkeypatch):
     monkeypatch.setattr(config, "grid", lambda: [NONE])
-    monkeypatch.setattr(stages, "_drift_items", lambda quick: [])
-    ctx = stages.Context(quick=True, expect=Expectations.load())
+    monkeypatch.setattr(stages, "drift_items", lambda quick: [])
+    ctx = Context(quick=True, expect=Expectations.load())
     [row] = stages.unbounded_rows(ctx)
     assert row.ok and "non-vacuous: 10/10 actions, 2/2 antecedents witnessed" in row.detail
     _plant_never_evicts(monkeypatch)
