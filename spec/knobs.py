@@ -137,12 +137,16 @@ def choices(name: str) -> tuple[str, ...]:
     return KNOB[name].choices
 
 
-def declare(cls: type) -> type:
-    """Give the class (before ``@dataclass``) one field per knob, typed and defaulted from :data:`KNOBS`."""
-    cls.__annotations__ = {**{k.name: k.annotation for k in KNOBS}, **cls.__dict__.get("__annotations__", {})}
-    for k in KNOBS:
-        setattr(cls, k.name, k.default)
-    return cls
+def declare(cls: type | None = None, *, knobs: list[Knob] | None = None) -> Any:
+    """Give the class (before ``@dataclass``) one field per knob of ``knobs`` (every knob by default), typed
+    and defaulted from :data:`KNOBS`, ahead of the class's own fields."""
+    def add(cls: type) -> type:
+        chosen = KNOBS if knobs is None else knobs
+        cls.__annotations__ = {**{k.name: k.annotation for k in chosen}, **cls.__dict__.get("__annotations__", {})}
+        for k in chosen:
+            setattr(cls, k.name, k.default)
+        return cls
+    return add if cls is None else add(cls)
 
 
 def check_all(values: dict[str, Any]) -> None:
