@@ -335,7 +335,7 @@ def policy_grid(scenario: Scenario) -> list[Scenario]:
     """The scenario under every policy it is checked with: both release points and both publications,
     both leader-loss policies where a leader can be lost (aborts or failures), and, on a prompt tree,
     every coordination (prefix, exact single-flight, none)."""
-    coords = ("prefix", "single-flight", "none") if scenario.prefixes else (scenario.policy.coordination,)
+    coords = ("prefix", *(c for c in COORDINATIONS if c != "prefix")) if scenario.prefixes else (scenario.policy.coordination,)
     out = []
     for coord in coords:
         scn = scenario.with_policy(coordination=coord)
