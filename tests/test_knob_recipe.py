@@ -78,6 +78,8 @@ config = config_of(Policy(drain="on"), num_pages=9)
 assert config.drain_flights == "on" and policy_of(config).drain == "on"
 serve = {p.name: p for p in typer.main.get_command(build_app()).commands["serve"].params}
 assert serve["drain_flights"].opts == ["--drain-flights"] and "take no new followers" in serve["drain_flights"].help
+from flightcheck.checks.conform.program import _engine_config_fields
+assert "drain_flights" in _engine_config_fields()  # a conformance program's engine options
 # ... and the server stage's table is the one place left to fill: its test names the option
 assert "drain_flights" not in set(table.OPTIONS) | set(table.NOT_BEHAVIOUR)
 

@@ -80,7 +80,9 @@ def knob_field(knob: Knob) -> Field:
     return optional(Kind(f"an integer >= {knob.low}", lambda v: type(v) is int and v >= knob.low))
 
 
-POLICY_FIELDS: dict[str, Field] = {k.name: knob_field(k) for k in KNOBS}
+# The choices first, then the sizes (the knobs the all-sizes proofs hold for every value of), as the engine
+# writes its header and as an unknown knob's error lists them.
+POLICY_FIELDS: dict[str, Field] = {k.name: knob_field(k) for k in sorted(KNOBS, key=lambda k: k.unbounded == "size")}
 POLICY = record(POLICY_FIELDS, closed=True)  # an unknown knob cannot be validated: an error, not ignored
 POOL = record({"num_pages": required(POSITIVE), "page_size": optional(POSITIVE)})
 HEADER_FIELDS: dict[str, Field] = {"policy": required(POLICY), "model": optional(nullable(STR)),
