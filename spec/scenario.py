@@ -6,8 +6,7 @@ decode steps it may take) together with the environment's options: client aborts
 notifications, background eviction, follower wait expiry, forward-pass failures, and the size of the
 page pool (when it is set, memory is modelled: admission reserves every page a request may need, and
 the engine evicts unreferenced cached pages only when an allocation finds too few free ones). A
-:class:`Policy` holds the engine's knobs: coordination, release point, publication, what happens when
-a flight's leader is lost, prefix caching, running capacity and prefill chunk.
+:class:`Policy` holds the engine's knobs, each declared once in :mod:`flightcheck.spec.knobs`.
 
 Requests of the same class have identical input tokens, so they have the same pages. Only a prompt's
 *shareable* pages are ever published: a hit covers at most the prompt length minus one token, so with a
