@@ -9,10 +9,10 @@ wrong (a malformed file, a bad option, a missing or corrupt model). Readers rais
 
 For example::
 
-    >>> check_choice("release", "after-prefill", ("after-prefill", "on-completion"))
-    'after-prefill'
+    >>> check_choice("model", "tiny", ("tiny", "smollm2"))
+    'tiny'
     >>> try:
-    ...     check_choice("release", "later", ("after-prefill",))
+    ...     check_choice("model", "huge", ("tiny", "smollm2"))
     ... except Exception as e:
     ...     print(e.exit_code)
     2

@@ -26,15 +26,15 @@ from flightcheck.checks.conform.coverage import cover, cover_directed
 from flightcheck.checks.conform.monitor import Monitor
 from flightcheck.impl.config import EngineConfig
 from flightcheck.impl.sampling import SamplingParams
-from flightcheck.spec.scenario import SCENARIOS
+from flightcheck.spec.scenario import PUBLICATIONS, RELEASES, SCENARIOS
 
 
 def workload(seed: int, checked: bool) -> tuple[int, float]:
     """One seeded run; returns (engine steps, seconds spent in engine calls)."""
     rng = random.Random(seed)
     config = EngineConfig(max_running=rng.choice((2, 4)), prefill_chunk_pages=rng.choice((1, 64)), num_pages=64,
-                          release=rng.choice(("after-prefill", "on-completion")),
-                          publication=rng.choice(("incremental", "on-completion")))
+                          release=rng.choice(RELEASES),
+                          publication=rng.choice(PUBLICATIONS))
     engine = build_engine("tiny", config)
     if checked:
         Monitor(engine)

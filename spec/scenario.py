@@ -6,8 +6,7 @@ decode steps it may take) together with the environment's options: client aborts
 notifications, background eviction, follower wait expiry, forward-pass failures, and the size of the
 page pool (when it is set, memory is modelled: admission reserves every page a request may need, and
 the engine evicts unreferenced cached pages only when an allocation finds too few free ones). A
-:class:`Policy` holds the engine's knobs: coordination, release point, publication, what happens when
-a flight's leader is lost, prefix caching, running capacity and prefill chunk.
+:class:`Policy` holds the engine's knobs, each declared once in :mod:`flightcheck.spec.knobs`.
 
 Requests of the same class have identical input tokens, so they have the same pages. Only a prompt's
 *shareable* pages are ever published: a hit covers at most the prompt length minus one token, so with a
@@ -26,19 +25,15 @@ For example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal, get_args
 
-# Each policy's names, written once: the Policy fields are typed with these, and the tuples that commands,
-# checks and the validator read are derived from them.
-Coordination = Literal["single-flight", "prefix", "none"]
-Release = Literal["after-prefill", "on-completion"]
-Publication = Literal["incremental", "on-completion"]
-LeaderLoss = Literal["release-all", "promote"]
+from flightcheck.spec.knobs import check_all, choices, declare, label
 
-COORDINATIONS: tuple[str, ...] = get_args(Coordination)
-RELEASES: tuple[str, ...] = get_args(Release)
-PUBLICATIONS: tuple[str, ...] = get_args(Publication)
-LEADER_LOSSES: tuple[str, ...] = get_args(LeaderLoss)
+# Each string knob's names, read from its one declaration (spec/knobs.py): the tuples that commands, checks
+# and the validator read.
+COORDINATIONS: tuple[str, ...] = choices("coordination")
+RELEASES: tuple[str, ...] = choices("release")
+PUBLICATIONS: tuple[str, ...] = choices("publication")
+LEADER_LOSSES: tuple[str, ...] = choices("leader_loss")
 
 # Tokens per KV page, as in the engine (impl/pages.py; tests/spec/test_spec_model.py holds them equal).
 PAGE_TOKENS = 16
@@ -99,43 +94,21 @@ class Request:
 
 
 @dataclass(frozen=True)
+@declare
 class Policy:
     """The engine's configuration: every knob the spec is parameterised by.
 
-    ``coordination``: ``none``; ``single-flight`` (identical prompts wait for one leader); ``prefix``
-    (single-flight, and besides a request that opens a flight for its prompt waits *via* another open
-    flight whose prompt shares at least ``min_shared_pages`` shareable pages with its own, for those
-    pages only; see :mod:`flightcheck.spec.model`).
+    Its fields are the knobs of :data:`~flightcheck.spec.knobs.KNOBS`, one each, typed, defaulted and
+    checked as declared there, where each knob's meaning is said; :mod:`flightcheck.spec.model` reads them.
 
-    ``leader_loss``: when a flight's leader aborts or fails before its release point, ``release-all``
-    releases every follower to compute what is not cached; ``promote`` makes the first waiting follower
-    the flight's new leader, and the others keep waiting.
+    For example::
+
+        >>> Policy(leader_loss="promote").label()
+        'single-flight/after-prefill/incremental cap=2 chunk=1 promote'
     """
 
-    coordination: Coordination = "single-flight"
-    release: Release = "after-prefill"
-    publication: Publication = "incremental"
-    capacity: int = 2
-    chunk: int = 1
-    leader_loss: LeaderLoss = "release-all"
-    prefix_caching: bool = True
-    min_shared_pages: int = 1
-
     def __post_init__(self) -> None:
-        for name, value, allowed in (
-            ("coordination", self.coordination, COORDINATIONS),
-            ("release", self.release, RELEASES),
-            ("publication", self.publication, PUBLICATIONS),
-            ("leader_loss", self.leader_loss, LEADER_LOSSES),
-        ):
-            if value not in allowed:
-                raise ValueError(f"unknown {name} {value!r}; expected one of {', '.join(allowed)}")
-        if self.capacity < 1:
-            raise ValueError(f"capacity must be >= 1, got {self.capacity}")
-        if self.chunk < 1:
-            raise ValueError(f"chunk must be >= 1 page, got {self.chunk}")
-        if self.min_shared_pages < 1:
-            raise ValueError(f"min_shared_pages must be >= 1, got {self.min_shared_pages}")
+        check_all(self.__dict__)
         if self.single_flight and not self.prefix_caching:
             raise ValueError(f"coordination {self.coordination} needs prefix caching: followers wait to reuse pages")
 
@@ -151,10 +124,7 @@ class Policy:
 
     def label(self) -> str:
         """A short human label, e.g. ``single-flight/after-prefill/incremental cap=2 chunk=1``."""
-        extra = (" promote" if self.leader_loss == "promote" else "") + ("" if self.prefix_caching else " no-cache")
-        if self.prefix_flights and self.min_shared_pages != 1:
-            extra += f" min-shared={self.min_shared_pages}"
-        return f"{self.coordination}/{self.release}/{self.publication} cap={self.capacity} chunk={self.chunk}{extra}"
+        return label(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -364,7 +334,7 @@ def policy_grid(scenario: Scenario) -> list[Scenario]:
     """The scenario under every policy it is checked with: both release points and both publications,
     both leader-loss policies where a leader can be lost (aborts or failures), and, on a prompt tree,
     every coordination (prefix, exact single-flight, none)."""
-    coords = ("prefix", "single-flight", "none") if scenario.prefixes else (scenario.policy.coordination,)
+    coords = ("prefix", *(c for c in COORDINATIONS if c != "prefix")) if scenario.prefixes else (scenario.policy.coordination,)
     out = []
     for coord in coords:
         scn = scenario.with_policy(coordination=coord)

@@ -1,85 +1,64 @@
-"""The design's policy as command-line options, derived from the spec's ``Policy`` so that no command lists
+"""The design's policy as command-line options, derived from the spec's knob table so that no command lists
 them by hand.
 
-:class:`flightcheck.spec.scenario.Policy` is the one place a knob of the design is defined; ``explore``,
-``export`` and ``explorer`` read its fields here (as ``serve`` and ``bench`` read ``EngineConfig``'s through
-:mod:`~flightcheck.checks.cli.config_options`), so a field added there becomes ``--that-field`` on every
-command that builds a design, and no command can lag behind another (before, ``--leader-loss`` and
-``--min-shared-pages`` were missing from some of them). Every option defaults to None, meaning the
-scenario's own value; a string field takes one of the spec's named choices.
+:data:`flightcheck.spec.knobs.KNOBS` is the one place a knob of the design is declared (its type, values,
+default and help); ``explore``, ``export`` and ``explorer`` read it here (as ``serve`` and ``bench`` read
+``EngineConfig``'s fields through :mod:`~flightcheck.checks.cli.config_options`), so a knob added there
+becomes ``--that-knob`` on every command that builds a design, and no command can lag behind another
+(before, ``--leader-loss`` and ``--min-shared-pages`` were missing from some of them). Every option
+defaults to None, meaning the scenario's own value; a string knob takes one of its declared choices.
 
 For example::
 
-    >>> [p.name for p in policy_parameters()]
-    ['coordination', 'release', 'publication', 'capacity', 'chunk', 'leader_loss', 'prefix_caching', 'min_shared_pages']
+    >>> [p.name for p in policy_parameters()] == [k.name for k in KNOBS]
+    True
     >>> policy_changes({"release": "on-completion", "chunk": None, "model": "tiny"})
     {'release': 'on-completion'}
 """
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
-import typing
 from typing import Any, Optional
 
 import typer
 
 from flightcheck.checks.errors import check_choice, usage_error
-from flightcheck.spec.scenario import Policy
+from flightcheck.spec.knobs import KNOBS
 
-# The named choices of the string fields: the Literal each Policy field is typed with (the tuples
-# Policy.__post_init__ checks are derived from the same Literals).
-CHOICES: dict[str, tuple[str, ...]] = {
-    name: typing.get_args(kind) for name, kind in typing.get_type_hints(Policy).items()
-    if typing.get_origin(kind) is typing.Literal}
-HELP: dict[str, str] = {
-    "capacity": "Running capacity.",
-    "chunk": "Prefill chunk in pages.",
-    "prefix_caching": "Prefix caching on or off (off needs --coordination none).",
-    "min_shared_pages": "Prefix coordination: the least overlap, in shareable pages, a request waits via "
-                        "another prompt's flight for.",
-}
+# The named choices of the string knobs, as declared.
+CHOICES: dict[str, tuple[str, ...]] = {k.name: k.choices for k in KNOBS if k.kind is str}
 PANEL = "Design policy (the scenario's own unless given)"
 
 
-def option_name(field: str) -> str:
-    """``leader_loss`` -> ``--leader-loss``."""
-    return "--" + field.replace("_", "-")
-
-
 def policy_parameters(panel: str = PANEL) -> list[inspect.Parameter]:
-    """One keyword parameter with a ``typer.Option`` (default None) per field of ``Policy``, shown in the
-    help under ``panel`` (which says where a value not given comes from)."""
-    hints = typing.get_type_hints(Policy)
+    """One keyword parameter with a ``typer.Option`` (default None) per knob, shown in the help under
+    ``panel`` (which says where a value not given comes from); a string knob's help lists its choices."""
     params = []
-    for field in dataclasses.fields(Policy):
-        kind = hints[field.name]
+    for knob in KNOBS:
+        kind = knob.kind
         if kind is bool:
-            flag = option_name(field.name)
-            option = typer.Option(None, f"{flag}/--no-{flag[2:]}", help=HELP.get(field.name, field.name),
-                                  rich_help_panel=panel)
+            option = typer.Option(None, f"{knob.option}/--no-{knob.option[2:]}", help=knob.help, rich_help_panel=panel)
         elif kind is int:
-            option = typer.Option(None, min=1, help=HELP.get(field.name, field.name), rich_help_panel=panel)
-        else:  # a Literal: read as text, its choices checked by policy_changes (exit 2 naming the option)
-            kind = str
-            option = typer.Option(None, help=" | ".join(CHOICES[field.name]), rich_help_panel=panel)
-        params.append(inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=option,
+            option = typer.Option(None, min=knob.low, help=knob.help, rich_help_panel=panel)
+        else:  # read as text, its choices checked by policy_changes (exit 2 naming the option)
+            option = typer.Option(None, help=" | ".join(knob.choices), rich_help_panel=panel)
+        params.append(inspect.Parameter(knob.name, inspect.Parameter.KEYWORD_ONLY, default=option,
                                         annotation=Optional[kind]))
     return params
 
 
 def policy_changes(values: dict[str, Any]) -> dict[str, Any]:
-    """The policy fields among ``values`` that were given (not None), their choices checked: a usage error
-    names the option and what it accepts. Other keys of ``values`` are ignored."""
+    """The knobs among ``values`` that were given (not None), their choices checked: a usage error names the
+    option and what it accepts. Other keys of ``values`` are ignored."""
     changes = {}
-    for field in dataclasses.fields(Policy):
-        value = values.get(field.name)
+    for knob in KNOBS:
+        value = values.get(knob.name)
         if value is None:
             continue
-        if field.name in CHOICES:
-            check_choice(option_name(field.name)[2:], value, CHOICES[field.name])
-        changes[field.name] = value
+        if knob.kind is str:
+            check_choice(knob.option[2:], value, knob.choices)
+        changes[knob.name] = value
     return changes
 
 

@@ -25,7 +25,7 @@ import random
 
 from flightcheck.checks.conform.program import KINDS, NOTICE_OPS, PICKING_OPS, REFUSALS, SUBMIT_OPS, Op, Program, Setup, Template
 from flightcheck.checks.conform.prompts import lifetime_pages, scenario_tokens, tree_shapes
-from flightcheck.spec.scenario import LEADER_LOSSES, PUBLICATIONS, RELEASES, SCENARIOS
+from flightcheck.spec.scenario import COORDINATIONS, LEADER_LOSSES, PUBLICATIONS, RELEASES, SCENARIOS
 
 # How often each client operation is drawn (before the swarm switches some kinds off).
 WEIGHTS = {"arrive": 3.0, "step": 4.0, "abort": 1.0, "notify": 0.5, "hold": 1.0, "resume": 0.6, "expire": 0.7,
@@ -162,7 +162,7 @@ def pressure_program(rng: random.Random, *, fixed: dict | None = None) -> Progra
     lifetime = max(lifetime_pages(len(t.tokens), t.max_tokens) for t in templates)
     capacity = rng.randint(1, 2)
     config = {
-        "coordination": rng.choice(("single-flight", "prefix", "none")), "release": rng.choice(RELEASES),
+        "coordination": rng.choice(COORDINATIONS), "release": rng.choice(RELEASES),
         "publication": rng.choice(PUBLICATIONS), "leader_loss": rng.choice(LEADER_LOSSES), "prefix_caching": True,
         "max_running": capacity, "prefill_chunk_pages": rng.choice((1, 2, 64)),
         "num_pages": lifetime + rng.randint(0, 2) + (lifetime if capacity > 1 and rng.random() < 0.5 else 0),

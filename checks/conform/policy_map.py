@@ -1,4 +1,8 @@
-"""The one mapping between the engine's configuration and the spec's policy.
+"""The one mapping between the engine's configuration and the spec's policy, read from the knob table.
+
+Each knob of :data:`flightcheck.spec.knobs.KNOBS` names, as :attr:`~flightcheck.spec.knobs.Knob.engine`,
+the ``EngineConfig`` field that holds its value (``capacity`` is ``max_running``, ``chunk`` is
+``prefill_chunk_pages``, the others share their names): both directions below follow it.
 
 For example::
 
@@ -13,21 +17,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from flightcheck.spec.knobs import KNOBS
 from flightcheck.spec.scenario import Policy
 
 
 def policy_of(config: Any) -> Policy:
-    """The spec policy matching an ``EngineConfig`` (capacity = max_running, chunk = prefill budget)."""
-    return Policy(coordination=config.coordination, release=config.release, publication=config.publication,
-                  capacity=config.max_running, chunk=config.prefill_chunk_pages, leader_loss=config.leader_loss,
-                  prefix_caching=config.prefix_caching, min_shared_pages=config.min_shared_pages)
+    """The spec policy matching an ``EngineConfig``: each knob read from its engine option."""
+    return Policy(**{k.name: getattr(config, k.engine) for k in KNOBS})
+
+
+def engine_options(policy: Policy) -> dict[str, Any]:
+    """``policy``'s knobs as ``EngineConfig`` keyword arguments, e.g. ``{"max_running": 2, ...}``."""
+    return {k.engine: getattr(policy, k.name) for k in KNOBS}
 
 
 def config_of(policy: Policy, num_pages: int) -> Any:
     """The ``EngineConfig`` that runs ``policy`` over a pool of ``num_pages`` pages."""
     from flightcheck.impl.config import EngineConfig
 
-    return EngineConfig(coordination=policy.coordination, release=policy.release, publication=policy.publication,
-                        max_running=policy.capacity, prefill_chunk_pages=policy.chunk, num_pages=num_pages,
-                        leader_loss=policy.leader_loss, prefix_caching=policy.prefix_caching,
-                        min_shared_pages=policy.min_shared_pages)
+    return EngineConfig(**engine_options(policy), num_pages=num_pages)

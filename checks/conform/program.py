@@ -57,6 +57,7 @@ from flightcheck.checks.inputs import (BOOL, COUNT, MAX_ENGINE_PAGES, MAX_KV_POO
                                        MAX_TEMPLATES, MIN_TEMPERATURE, POSITIVE, STR, Field, InputError, Kind,
                                        at_most, check_fields, list_of, nullable, one_of, optional, read_json_file,
                                        record, required, shown)
+from flightcheck.spec.knobs import KNOBS
 
 Op = tuple
 OP_NAMES = ("arrive", "step", "abort", "notify", "hold", "resume", "expire", "fault", "refuse")
@@ -174,16 +175,13 @@ def _nth(k: int) -> str:
 
 # --- reading a program back, strictly ---------------------------------------------------------------------
 def _engine_config_fields() -> dict[str, Field]:
-    from flightcheck.impl.config import COORDINATIONS, LEADER_LOSSES, PUBLICATIONS, RELEASE_POINTS
-
+    """A program's engine options: each knob's engine option (spec/knobs.py), then the engine's own."""
     pages = at_most(POSITIVE, MAX_ENGINE_PAGES, "MAX_ENGINE_PAGES")
-    return {"coordination": optional(one_of(*COORDINATIONS)), "release": optional(one_of(*RELEASE_POINTS)),
-            "publication": optional(one_of(*PUBLICATIONS)), "leader_loss": optional(one_of(*LEADER_LOSSES)),
-            "prefix_caching": optional(BOOL), "max_running": optional(pages), "prefill_chunk_pages": optional(pages),
+    kinds = {str: lambda k: one_of(*k.choices), bool: lambda k: BOOL, int: lambda k: pages}
+    return {**{k.engine: optional(kinds[k.kind](k)) for k in KNOBS},
             "num_pages": optional(pages),
             "max_context": optional(nullable(at_most(POSITIVE, MAX_REQUEST_TOKENS, "MAX_REQUEST_TOKENS"))),
-            "follower_wait_bound": optional(nullable(POSITIVE)), "min_shared_pages": optional(pages),
-            "seed": optional(COUNT)}
+            "follower_wait_bound": optional(nullable(POSITIVE)), "seed": optional(COUNT)}
 
 
 def _text(limit: int) -> Kind:

@@ -9,9 +9,9 @@ action, a missing field or a field of the wrong type is bad input (exit 2), neve
 engine (exit 1). Fields an event carries beyond its row are allowed and ignored.
 
 **Growing the vocabulary.** A new action is one more row of :data:`EVENT_FIELDS`; a new field is one
-more entry in its action's row (``required`` if the validator reads it, ``optional`` otherwise); a new
-policy knob in the header is one more entry of :data:`POLICY_FIELDS`; a field that must agree across
-events (as an input's length) is one more entry of :data:`SAME_VALUE`. Nothing else here changes:
+more entry in its action's row (``required`` if the validator reads it, ``optional`` otherwise); a
+policy knob in the header needs nothing here (:data:`POLICY_FIELDS` is derived from ``spec/knobs.py``);
+a field that must agree across events (as an input's length) is one more entry of :data:`SAME_VALUE`. Nothing else here changes:
 :func:`check_event`, :class:`LogChecker` and :func:`check_header` are generic over the tables, and
 ``tests/conform/test_event_schema.py`` fails, naming what to add, when the engine emits an action or a
 field that the table does not list.
@@ -31,16 +31,12 @@ from __future__ import annotations
 from typing import Any
 
 from flightcheck.checks.inputs import (BOOL, COUNT, INT, POSITIVE, SECONDS, STR, TOKENS, Field, InputError,
-                                       check_fields, list_of, nullable, one_of, optional, record, required, shown)
-from flightcheck.spec.scenario import COORDINATIONS, LEADER_LOSSES, PUBLICATIONS, RELEASES
+                                       check_fields, Kind, list_of, nullable, one_of, optional, record, required, shown)
+from flightcheck.spec.knobs import KNOBS, Knob
 
 # A published page as the engine logs it (publish's "pages", finish's "published").
 PAGE = record({"index": required(COUNT), "key": required(STR)})
 REQUEST = required(INT)  # an engine request ID
-# Why the engine's "prefix" beside the spec's values: a log's shape does not depend on whether the spec
-# models its coordination yet (the validator says that, as a verdict on the run, not as bad input).
-COORDINATION_VALUES = tuple(dict.fromkeys((*COORDINATIONS, "prefix")))
-
 # Fields every event may carry, whatever its action.
 COMMON_FIELDS: dict[str, Field] = {
     "seq": optional(COUNT),
@@ -72,17 +68,21 @@ EVENT_FIELDS: dict[str, dict[str, Field]] = {
     "fail": {"request": REQUEST, "phase": required(STR), "error": optional(STR)},
 }
 
-# --- the header line's policy: the knobs a log was run under (spec.scenario.Policy's fields) --------
-POLICY_FIELDS: dict[str, Field] = {
-    "coordination": optional(one_of(*COORDINATION_VALUES)),
-    "release": optional(one_of(*RELEASES)),
-    "publication": optional(one_of(*PUBLICATIONS)),
-    "leader_loss": optional(one_of(*LEADER_LOSSES)),
-    "prefix_caching": optional(BOOL),
-    "capacity": optional(POSITIVE),
-    "chunk": optional(POSITIVE),
-    "min_shared_pages": optional(POSITIVE),
-}
+# --- the header line's policy: the knobs a log was run under (spec/knobs.py's table, one field each) --------
+def knob_field(knob: Knob) -> Field:
+    """The header field of a knob: one of its choices, a boolean, or an integer at least its lowest value."""
+    if knob.kind is str:
+        return optional(one_of(*knob.choices))
+    if knob.kind is bool:
+        return optional(BOOL)
+    if knob.low in (0, 1):
+        return optional(COUNT if knob.low == 0 else POSITIVE)
+    return optional(Kind(f"an integer >= {knob.low}", lambda v: type(v) is int and v >= knob.low))
+
+
+# The choices first, then the sizes (the knobs the all-sizes proofs hold for every value of), as the engine
+# writes its header and as an unknown knob's error lists them.
+POLICY_FIELDS: dict[str, Field] = {k.name: knob_field(k) for k in sorted(KNOBS, key=lambda k: k.unbounded == "size")}
 POLICY = record(POLICY_FIELDS, closed=True)  # an unknown knob cannot be validated: an error, not ignored
 POOL = record({"num_pages": required(POSITIVE), "page_size": optional(POSITIVE)})
 HEADER_FIELDS: dict[str, Field] = {"policy": required(POLICY), "model": optional(nullable(STR)),

@@ -31,6 +31,7 @@ from typing import Any, Callable, Hashable
 from flightcheck.checks.explore.counterexample import Counterexample
 from flightcheck.checks.explore.result import ExploreResult
 from flightcheck.spec.actions import FOLLOWER_RELEASES
+from flightcheck.spec.scenario import RELEASES
 
 SUFFIXES = (".dot", ".svg", ".png", ".html")
 MAX_NODES = 1500
@@ -293,7 +294,7 @@ def build_picture(result: ExploreResult, *, highlight: Counterexample | None = N
 
 
 def build_diff_picture(result_a: ExploreResult, result_b: ExploreResult,
-                       names: tuple[str, str] = ("after-prefill", "on-completion")) -> tuple[Picture, dict[str, int]]:
+                       names: tuple[str, ...] = RELEASES) -> tuple[Picture, dict[str, int]]:
     """The union of two graphs of one scenario, coloured by where each state and edge occurs.
 
     Returns the picture and the counts (``states_only_a``, ``states_only_b``, ``states_common`` and

@@ -28,6 +28,7 @@ from flightcheck.checks.explore.picture import (
     MAX_NODES, SUFFIXES, Picture, RenderError, build_diff_picture, build_picture,
 )
 from flightcheck.checks.explore.result import ExploreResult
+from flightcheck.spec.scenario import RELEASES
 
 
 def _check_size(num_nodes: int, force: bool) -> None:
@@ -168,7 +169,7 @@ def render_result(result: ExploreResult, path: Path, *, highlight: Counterexampl
 
 
 def render_diff(result_a: ExploreResult, result_b: ExploreResult, path: Path,
-                names: tuple[str, str] = ("after-prefill", "on-completion"), *, force: bool = False) -> dict[str, int]:
+                names: tuple[str, ...] = RELEASES, *, force: bool = False) -> dict[str, int]:
     """Draw the union of two policies' graphs of one scenario to ``path``; returns :func:`diff_counts`."""
     path = Path(path)
     _check_suffix(path)

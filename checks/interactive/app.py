@@ -11,7 +11,8 @@ Routes (every design parameter of :mod:`~flightcheck.checks.interactive.design` 
 - ``GET /api/compare?...&path=...&field=release|publication``: the path under the other value;
 - ``POST /api/load?kind=log|path``: an engine event log or a replay file in the body (at most
   :data:`MAX_UPLOAD_BYTES`), answered with the query that opens it;
-- ``GET /api/choices``: scenarios, variants and policy values for the page's menus.
+- ``GET /api/choices``: scenarios, variants, each string knob's values, and every knob's control
+  (:func:`knob_control`, read from ``spec/knobs.py``) for the page's menus and its queries.
 
 A bad input is a 4xx with ``{"error": "..."}`` naming what is wrong (400 a bad parameter or file, 404 an
 unknown route or log, 413 an upload too large); the app keeps serving.
@@ -36,9 +37,8 @@ from flightcheck.checks.interactive.design import (
 )
 from flightcheck.checks.interactive.loading import compare, counterexample, engine_log, replay_file
 from flightcheck.checks.interactive.view import parse_path, replay, state_view
-from flightcheck.spec.scenario import (
-    COORDINATIONS, LEADER_LOSSES, PUBLICATIONS, RELEASES, SCALE_SCENARIOS, SCENARIOS,
-)
+from flightcheck.spec.knobs import KNOBS, Knob
+from flightcheck.spec.scenario import SCALE_SCENARIOS, SCENARIOS
 from flightcheck.spec.variants import VARIANTS
 
 #: The largest log or path file the page may upload.
@@ -87,8 +87,8 @@ class ExplorerApp:
             "scenarios": list(SCENARIOS) + list(SCALE_SCENARIOS),
             "variants": [{"name": v.name, "violates": v.expected_violation, "story": v.story}
                          for v in VARIANTS.values()],
-            "release": list(RELEASES), "publication": list(PUBLICATIONS), "coordination": list(COORDINATIONS),
-            "leader_loss": list(LEADER_LOSSES), "options": list(OPTIONS),
+            **{k.name: list(k.choices) for k in KNOBS if k.kind is str},
+            "knobs": [knob_control(k) for k in KNOBS], "options": list(OPTIONS),
         })
 
     async def state(self, request: Request) -> Response:
@@ -160,6 +160,20 @@ class ExplorerApp:
         except (BadQuery, InputError) as error:
             return _error(400, str(error))
         return _error(400, f"kind must be log (an engine event log) or path (a replay file); got {kind!r}"[:300])
+
+
+def knob_control(knob: Knob) -> dict[str, Any]:
+    """How the page shows a knob of the design, read from its declaration: its query parameter, kind
+    (``choice``, ``int`` or ``bool``), choices or lowest value, default and help.
+
+    For example::
+
+        >>> knob_control(KNOBS[0])["kind"], knob_control(KNOBS[0])["default"]
+        ('choice', 'single-flight')
+    """
+    kind = {str: "choice", int: "int", bool: "bool"}[knob.kind]
+    return {"name": knob.name, "kind": kind, "choices": list(knob.choices), "low": knob.low if knob.kind is int else None,
+            "default": knob.default, "help": knob.help}
 
 
 async def _guarded(fn: Any, request: Request) -> Response:

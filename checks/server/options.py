@@ -14,8 +14,9 @@ For example::
     >>> by_item = {r.item: r for r in ROWS}
     >>> by_item["serve --api-key KEY: missing 401, wrong 401, right 200 (/v1/models, completions, chat)"].option
     'api_key'
-    >>> sorted({r.settings["coordination"] for r in ROWS if r.option == "coordination"})
-    ['none', 'prefix', 'single-flight']
+    >>> from flightcheck.spec.knobs import KNOB
+    >>> {r.settings["coordination"] for r in ROWS if r.option == "coordination"} == set(KNOB["coordination"].choices)
+    True
 """
 
 from __future__ import annotations

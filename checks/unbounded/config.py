@@ -1,10 +1,10 @@
 """What one unbounded proof is about: the engine's policy and the environment's options.
 
-A :class:`Config` holds the policy knobs the relational model reads (coordination, release point,
-publication, leader-loss policy, prefix caching), whether prompts form a tree (classes sharing their
+A :class:`Config` holds the policy knobs the relational model reads (those ``spec/knobs.py`` declares
+``unbounded="modelled"``, as declared there), whether prompts form a tree (classes sharing their
 first pages) and which environment actions exist (client aborts, forward-pass failures, bogus
 termination notices, wait expiry, background eviction). The sizes (how many requests, classes, pages;
-the capacity; ``min_shared_pages``) are *not* here: the proofs hold for all of them.
+the knobs declared ``unbounded="size"``) are *not* here: the proofs hold for all of them.
 
 :func:`grid` lists the configurations ``prove --unbounded`` proves: every release point, publication
 and leader-loss policy under exact single-flight and under prefix coordination, on prompt trees, with
@@ -23,18 +23,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from flightcheck.spec.knobs import KNOB, KNOBS, declare
 from flightcheck.spec.scenario import COORDINATIONS, LEADER_LOSSES, PUBLICATIONS, RELEASES, Policy, Scenario
+
+#: The knobs the relational model reads: Config's policy fields.
+MODELLED = [k for k in KNOBS if k.unbounded == "modelled"]
 
 
 @dataclass(frozen=True)
+@declare(knobs=MODELLED)
 class Config:
-    """A policy and an environment: the relational model's configuration."""
+    """A policy and an environment: the relational model's configuration (its policy fields are the
+    :data:`MODELLED` knobs, as declared in ``spec/knobs.py``)."""
 
-    coordination: str = "single-flight"
-    release: str = "after-prefill"
-    publication: str = "incremental"
-    leader_loss: str = "release-all"
-    prefix_caching: bool = True
     aborts: bool = True
     failures: bool = True
     notifications: bool = True
@@ -54,8 +55,11 @@ class Config:
 
     def label(self) -> str:
         """``coordination/release/publication leader-loss``, as the finite spec's policy labels read."""
-        extra = ("" if self.prefix_caching else " no-cache") + ("" if self.trees else " flat")
-        return f"{self.coordination}/{self.release}/{self.publication} {self.leader_loss}{extra}"
+        head = "/".join(getattr(self, k.name) for k in MODELLED if k.shown == "head")
+        words = [getattr(self, k.name) for k in MODELLED if k.shown != "head" and k.kind is str]
+        words += [k.label.format(getattr(self, k.name)) for k in MODELLED
+                  if k.kind is not str and getattr(self, k.name) != k.default]
+        return " ".join([head, *words, *([] if self.trees else ["flat"])])
 
     def environment(self) -> str:
         """The environment actions on, e.g. ``aborts, failures, notifications, expiry, eviction``."""
@@ -78,6 +82,9 @@ def unmodelled(scenario: Scenario, policy: Policy | None = None) -> str | None:
         return "the page pool (free-page arithmetic, pressure-driven eviction) needs exact counts"
     if pol.chunk != 1:
         return "prefill chunks of more than one page are not modelled"
+    unread = [k.name for k in KNOBS if k.unbounded is None and getattr(pol, k.name) != k.default]
+    if unread:
+        return f"the knob {unread[0]} is not modelled (only its default, {KNOB[unread[0]].default!r}, is)"
     return None
 
 
@@ -87,7 +94,6 @@ def from_scenario(scenario: Scenario, policy: Policy | None = None) -> Config:
     why = unmodelled(scenario, pol)
     if why is not None:
         raise ValueError(f"{scenario.name}: {why}")
-    return Config(coordination=pol.coordination, release=pol.release, publication=pol.publication,
-                  leader_loss=pol.leader_loss, prefix_caching=pol.prefix_caching, aborts=scenario.aborts,
+    return Config(**{k.name: getattr(pol, k.name) for k in MODELLED}, aborts=scenario.aborts,
                   failures=scenario.failures, notifications=scenario.notifications, expiry=scenario.expiry,
                   eviction=scenario.eviction, trees=bool(scenario.prefixes))

@@ -166,3 +166,26 @@ def test_the_bare_url_opens_the_variant_and_an_error_page_disables_what_cannot_w
     assert browser.execute_async_script(_PRESS_WITHOUT_A_STATE) == []
     assert browser.find_element(By.ID, "error").text.startswith("unknown scenario 'burst9'")
     assert browser.find_element(By.ID, "enabled").text == ""
+
+
+def test_every_knob_has_a_control_from_its_declaration(browser, explorer_url):
+    """The header's knob controls come from spec/knobs.py (through /api/choices): one per knob besides the
+    release and publication menus, blank for the design's own value; a value chosen there opens the design."""
+    from selenium.webdriver.support.ui import Select
+
+    from flightcheck.spec.knobs import KNOBS
+
+    parts = urlparse(explorer_url)
+    browser.get(f"{parts.scheme}://{parts.netloc}/?scenario=burst2-abort")
+    _wait_for(browser, 0)
+    ids = {e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR, "#knobs select, #knobs input")}
+    assert ids == {f"knob-{k.name}" for k in KNOBS if k.name not in ("release", "publication")}
+    assert Select(browser.find_element(By.ID, "knob-leader_loss")).first_selected_option.text == "(own)"
+    Select(browser.find_element(By.ID, "knob-leader_loss")).select_by_value("promote")
+    browser.find_element(By.ID, "knob-capacity").send_keys("1")
+    browser.find_element(By.ID, "open").click()
+    WebDriverWait(browser, WAIT).until(lambda d: "promote" in d.find_element(By.ID, "title").text)
+    query = parse_qs(urlparse(browser.current_url).query)
+    assert query["leader_loss"] == ["promote"] and query["capacity"] == ["1"], query
+    assert "cap=1" in browser.find_element(By.ID, "title").text
+    assert browser.find_element(By.ID, "knob-capacity").get_attribute("value") == "1"

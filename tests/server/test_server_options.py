@@ -44,12 +44,12 @@ def test_every_declared_serve_option_has_a_row_or_a_reason():
 
 
 def test_every_value_of_the_policy_options_has_a_row():
-    from flightcheck.impl.config import LEADER_LOSSES, PUBLICATIONS, RELEASE_POINTS
-    from flightcheck.impl.coordinator import COORDINATIONS
+    """Every value of every string knob (spec/knobs.py), on the serve option its ``engine`` names."""
+    from flightcheck.spec.knobs import KNOBS
 
-    for option, values in (("coordination", COORDINATIONS), ("release", RELEASE_POINTS),
-                           ("publication", PUBLICATIONS), ("leader_loss", LEADER_LOSSES)):
-        assert {r.settings[option] for r in table.ROWS if r.option == option} == set(values), option
+    for knob in KNOBS:
+        if knob.kind is str:
+            assert {r.settings[knob.engine] for r in table.ROWS if r.option == knob.engine} == set(knob.choices), knob
 
 
 def test_rows_run_every_other_option_at_serves_declared_default():
