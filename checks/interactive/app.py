@@ -8,10 +8,12 @@ Routes (every design parameter of :mod:`~flightcheck.checks.interactive.design` 
 - ``GET /api/state?...&path=a,b&at=N``: the state after the first ``N`` actions of the path
   (:func:`~flightcheck.checks.interactive.view.state_view`);
 - ``GET /api/counterexample?...[&property=P]``: the shortest violation, as the query that opens it;
+- ``GET /api/violations?...``: every property the design breaks, each with the query that opens its
+  shortest counterexample (:func:`~flightcheck.checks.interactive.loading.violations`);
 - ``GET /api/compare?...&path=...&field=release|publication``: the path under the other value;
 - ``POST /api/load?kind=log|path``: an engine event log or a replay file in the body (at most
   :data:`MAX_UPLOAD_BYTES`), answered with the query that opens it;
-- ``GET /api/choices``: scenarios, variants and policy values for the page's menus.
+- ``GET /api/choices``: scenarios, variants, properties and policy values for the page's menus.
 
 A bad input is a 4xx with ``{"error": "..."}`` naming what is wrong (400 a bad parameter or file, 404 an
 unknown route or log, 413 an upload too large); the app keeps serving.
@@ -34,11 +36,12 @@ from flightcheck.checks.inputs import InputError
 from flightcheck.checks.interactive.design import (
     OPTIONS, BadQuery, Design, LoadedLog, UnknownLog, design_from_query,
 )
-from flightcheck.checks.interactive.loading import compare, counterexample, engine_log, replay_file
+from flightcheck.checks.interactive.loading import compare, counterexample, engine_log, replay_file, violations
 from flightcheck.checks.interactive.view import parse_path, replay, state_view
 from flightcheck.spec.scenario import (
     COORDINATIONS, LEADER_LOSSES, PUBLICATIONS, RELEASES, SCALE_SCENARIOS, SCENARIOS,
 )
+from flightcheck.spec.properties import PROPERTIES
 from flightcheck.spec.variants import VARIANTS
 
 #: The largest log or path file the page may upload.
@@ -59,7 +62,8 @@ class ExplorerApp:
         for log in logs:
             self.remember(log)
         routes = [Route("/", self.page), Route("/favicon.ico", self.favicon), Route("/api/state", self.state), Route("/api/choices", self.choices),
-                  Route("/api/counterexample", self.counterexample), Route("/api/compare", self.compare),
+                  Route("/api/counterexample", self.counterexample), Route("/api/violations", self.violations),
+                  Route("/api/compare", self.compare),
                   Route("/api/load", self.load, methods=["POST"])]
         self.app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error, 404: _http_error})
 
@@ -87,6 +91,7 @@ class ExplorerApp:
             "scenarios": list(SCENARIOS) + list(SCALE_SCENARIOS),
             "variants": [{"name": v.name, "violates": v.expected_violation, "story": v.story}
                          for v in VARIANTS.values()],
+            "properties": [{"name": p.name, "kind": p.kind, "story": p.story} for p in PROPERTIES],
             "release": list(RELEASES), "publication": list(PUBLICATIONS), "coordination": list(COORDINATIONS),
             "leader_loss": list(LEADER_LOSSES), "options": list(OPTIONS),
         })
@@ -116,9 +121,19 @@ class ExplorerApp:
     def _counterexample(self, request: Request) -> dict[str, Any]:
         design = self._design(request)
         found = counterexample(design, request.query_params.get("property") or None)
-        query = {**design.query(), "path": ",".join(found["path"]), "at": str(found["mark"]),
-                 "mark": str(found["mark"]), "property": found["property"]}
-        return {"query": query, "note": found["note"]}
+        return {"query": _opening(design, found), "note": found["note"]}
+
+    async def violations(self, request: Request) -> Response:
+        return await _guarded(self._violations, request)
+
+    def _violations(self, request: Request) -> dict[str, Any]:
+        design = self._design(request)
+        found = []
+        for v in violations(design):
+            query = None if v["path"] is None else _opening(design, v)
+            found.append({"property": v["property"], "kind": v["kind"], "story": v["story"], "note": v["note"],
+                          "length": None if v["path"] is None else len(v["path"]), "query": query})
+        return {"title": design.title(), "violations": found}
 
     async def compare(self, request: Request) -> Response:
         return await _guarded(self._compare, request)
@@ -170,6 +185,12 @@ async def _guarded(fn: Any, request: Request) -> Response:
         return _error(404, str(error))
     except (BadQuery, InputError) as error:
         return _error(400, str(error))
+
+
+def _opening(design: Design, found: dict[str, Any]) -> dict[str, str]:
+    # The query that opens a found counterexample at the step where its property breaks.
+    return {**design.query(), "path": ",".join(found["path"]), "at": str(found["mark"]),
+            "mark": str(found["mark"]), "property": found["property"]}
 
 
 def _int(q: Any, name: str) -> int | None:

@@ -15,6 +15,7 @@ Every bad input raises :class:`~flightcheck.checks.interactive.design.BadQuery` 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any
 
@@ -47,15 +48,46 @@ def counterexample(design: Design, property: str | None = None) -> dict[str, Any
     if not props:
         raise BadQuery(f"property {shown(name)} does not apply to {design.title()}; it has "
                        f"{', '.join(p.name for p in properties_for(design.spec))}")
+    res = _explored(design, tuple(props)).result(name)
+    if res.holds or res.counterexample is None:
+        raise BadQuery(f"{name} holds on {design.title()}: there is no counterexample to show")
+    return _found(name, res.counterexample)
+
+
+def violations(design: Design) -> list[dict[str, Any]]:
+    """Every property of ``design`` that it breaks, each with its shortest counterexample (as
+    :func:`counterexample` gives it), in the spec's order; a ``sometimes`` property never seen is listed
+    with ``"path": None`` (no path shows that something never happens). One exploration checks them all.
+
+    For example::
+
+        >>> from flightcheck.checks.interactive.design import design_from_query
+        >>> [(v["property"], len(v["path"])) for v in violations(design_from_query({"variant": "early-release"}, {}))]
+        [('single_prefill', 9), ('release_after_publication', 6)]
+    """
+    result = _explored(design, tuple(properties_for(design.spec)))
+    out = []
+    for res in result.properties:
+        if res.holds:
+            continue
+        if res.counterexample is None:
+            out.append({"property": res.name, "kind": res.kind, "story": res.story, "path": None, "mark": None,
+                        "note": f"{res.name}: no reachable state shows it"})
+        else:
+            out.append({"kind": res.kind, "story": res.story, **_found(res.name, res.counterexample)})
+    return out
+
+
+@functools.lru_cache(maxsize=32)
+def _explored(design: Design, props: tuple) -> Any:
     try:
-        result = explore(design.spec, max_states=MAX_SEARCH_STATES, properties=props)
+        return explore(design.spec, max_states=MAX_SEARCH_STATES, properties=list(props))
     except StateLimitExceeded:
         raise BadQuery(f"{design.title()} has more than {MAX_SEARCH_STATES:,} states: search it with "
                        "`flightcheck explore`, then load its --json output here") from None
-    res = result.result(name)
-    if res.holds or res.counterexample is None:
-        raise BadQuery(f"{name} holds on {design.title()}: there is no counterexample to show")
-    cx = res.counterexample
+
+
+def _found(name: str, cx: Any) -> dict[str, Any]:
     path = cx.actions + [str(s.action) for s in cx.loop]
     if cx.loop:
         note = f"steps {len(cx.steps) + 1}-{len(path)} repeat forever: a request stays live and never terminates"

@@ -16,6 +16,7 @@ from flightcheck.checks.interactive.serve import ExplorerServer
 from flightcheck.impl.config import EngineConfig
 from flightcheck.impl.engine import Engine
 from flightcheck.impl.sampling import SamplingParams
+from flightcheck.spec.properties import PROPERTIES
 from flightcheck.spec.scenario import SCENARIOS
 
 PROMPT = [3, 1, 4, 1, 5, 9, 2, 6] * 5  # 40 tokens: two shareable pages and a tail
@@ -83,6 +84,26 @@ def test_the_variant_counterexample_marks_the_step_where_its_property_breaks(ser
     # a liveness counterexample stops where nothing can happen
     status, found = get(server, "/api/counterexample", variant="stranded-followers")
     assert found["query"]["path"] == "arrive(0),arrive(1),abort(0)" and "no engine step is enabled" in found["note"]
+
+
+def test_every_violated_property_is_listed_with_its_shortest_counterexample(server):
+    # early-release breaks its own property and, two steps later, the harm: a page prefilled twice
+    status, found = get(server, "/api/violations", variant="early-release")
+    assert status == 200
+    listed = {v["property"]: v for v in found["violations"]}
+    assert set(listed) == {"release_after_publication", "single_prefill"}
+    assert listed["release_after_publication"]["query"]["path"] == ",".join(EARLY)
+    harm = listed["single_prefill"]["query"]
+    assert harm["property"] == "single_prefill" and harm["at"] == harm["mark"] == str(listed["single_prefill"]["length"])
+    status, v = get(server, "/api/state", **harm)  # each query opens the state where its property breaks
+    assert status == 200 and "single_prefill" in v["violated"]
+    # the property picker's choice: the same counterexample through the button's route
+    status, picked = get(server, "/api/counterexample", variant="early-release", property="single_prefill")
+    assert picked["query"] == harm
+    # the correct design breaks nothing; the picker offers every named property of the spec
+    assert get(server, "/api/violations")[1]["violations"] == []
+    names = [p["name"] for p in get(server, "/api/choices")[1]["properties"]]
+    assert names == [p.name for p in PROPERTIES]
 
 
 def test_compare_names_the_first_step_where_the_release_points_differ(server):

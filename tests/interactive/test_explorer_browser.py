@@ -15,7 +15,7 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from flightcheck.checks.interactive.app import ExplorerApp
 from flightcheck.checks.interactive.serve import ExplorerServer
@@ -166,3 +166,27 @@ def test_the_bare_url_opens_the_variant_and_an_error_page_disables_what_cannot_w
     assert browser.execute_async_script(_PRESS_WITHOUT_A_STATE) == []
     assert browser.find_element(By.ID, "error").text.startswith("unknown scenario 'burst9'")
     assert browser.find_element(By.ID, "enabled").text == ""
+
+
+def test_the_property_picker_and_the_list_of_violated_properties(browser):
+    with ExplorerServer(ExplorerApp()) as server:
+        # choosing a variant in its menu opens it on its own policy (early-release: on-completion publication)
+        browser.get(server.url + "/")
+        _wait_for(browser, 0)
+        Select(browser.find_element(By.ID, "variant")).select_by_visible_text("early-release")
+        WebDriverWait(browser, WAIT).until(lambda d: "variant early-release" in d.find_element(By.ID, "title").text)
+        assert Select(browser.find_element(By.ID, "publication")).first_selected_option.text == "on-completion"
+        # every violated property is listed, each a link to its shortest counterexample
+        WebDriverWait(browser, WAIT).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#violations li[data-property] a"))
+        listed = [li.get_attribute("data-property") for li in browser.find_elements(By.CSS_SELECTOR, "#violations li")]
+        assert listed == ["single_prefill", "release_after_publication"]
+        browser.find_element(By.CSS_SELECTOR, "#violations li[data-property='release_after_publication'] a").click()
+        _wait_for(browser, 6)
+        assert _property(browser, "release_after_publication") == "VIOLATED"
+        # the picker names the property whose counterexample the button finds: the harm, a page prefilled twice
+        Select(browser.find_element(By.ID, "property")).select_by_visible_text("single_prefill")
+        browser.find_element(By.ID, "cx-button").click()
+        _wait_for(browser, 9)
+        assert _property(browser, "single_prefill") == "VIOLATED"
+        assert "single_prefill breaks at step 9" in browser.find_element(By.ID, "note").text
+        assert Select(browser.find_element(By.ID, "property")).first_selected_option.text == "single_prefill"
