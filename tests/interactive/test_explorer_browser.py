@@ -190,3 +190,21 @@ def test_the_property_picker_and_the_list_of_violated_properties(browser):
         assert _property(browser, "single_prefill") == "VIOLATED"
         assert "single_prefill breaks at step 9" in browser.find_element(By.ID, "note").text
         assert Select(browser.find_element(By.ID, "property")).first_selected_option.text == "single_prefill"
+
+
+def test_a_disabled_action_names_the_false_conjunct_of_its_guard_and_a_reason_shows_once(browser):
+    with ExplorerServer(ExplorerApp()) as server:
+        # stranded-followers' counterexample: the one action the learner needs explained is release(0)
+        browser.get(server.url + "/?variant=stranded-followers&path=arrive(0),arrive(1),abort(0)&at=3")
+        _wait_for(browser, 3)
+        text = browser.find_element(By.ID, "disabled").text
+        assert "guard false" not in text
+        release = browser.find_element(By.CSS_SELECTOR, "#disabled li[data-action='release(0)']")
+        assert "reached is false" in release.text and "r0 is aborted" in release.text
+        assert [c.text for c in release.find_elements(By.CSS_SELECTOR, ".guard code")] == ["release_guard: reached"]
+        # the pending flight's reason is shown once, for every action it holds back, naming calm
+        pending = [li for li in browser.find_elements(By.CSS_SELECTOR, "#disabled li")
+                   if "the engine releases or hands on its flight" in li.text]
+        assert len(pending) == 1 and text.count("the engine releases or hands on its flight") == 1
+        assert len(pending[0].get_attribute("data-actions").split()) == 17
+        assert [c.text for c in pending[0].find_elements(By.CSS_SELECTOR, ".guard code")] == ["self.calm(s)"]
