@@ -13,7 +13,8 @@ Routes (every design parameter of :mod:`~flightcheck.checks.interactive.design` 
 - ``GET /api/compare?...&path=...&field=release|publication``: the path under the other value;
 - ``POST /api/load?kind=log|path``: an engine event log or a replay file in the body (at most
   :data:`MAX_UPLOAD_BYTES`), answered with the query that opens it;
-- ``GET /api/choices``: scenarios, variants, properties and policy values for the page's menus.
+- ``GET /api/choices``: scenarios, variants, properties and policy values for the page's menus, and the
+  legend of its state picture.
 
 A bad input is a 4xx with ``{"error": "..."}`` naming what is wrong (400 a bad parameter or file, 404 an
 unknown route or log, 413 an upload too large); the app keeps serving.
@@ -37,7 +38,7 @@ from flightcheck.checks.interactive.design import (
     OPTIONS, BadQuery, Design, LoadedLog, UnknownLog, design_from_query,
 )
 from flightcheck.checks.interactive.loading import compare, counterexample, engine_log, replay_file, violations
-from flightcheck.checks.interactive.view import parse_path, replay, state_view
+from flightcheck.checks.interactive.view import legend, parse_path, replay, state_view
 from flightcheck.spec.scenario import (
     COORDINATIONS, LEADER_LOSSES, PUBLICATIONS, RELEASES, SCALE_SCENARIOS, SCENARIOS,
 )
@@ -93,7 +94,7 @@ class ExplorerApp:
                          for v in VARIANTS.values()],
             "properties": [{"name": p.name, "kind": p.kind, "story": p.story} for p in PROPERTIES],
             "release": list(RELEASES), "publication": list(PUBLICATIONS), "coordination": list(COORDINATIONS),
-            "leader_loss": list(LEADER_LOSSES), "options": list(OPTIONS),
+            "leader_loss": list(LEADER_LOSSES), "options": list(OPTIONS), "legend": legend(),
         })
 
     async def state(self, request: Request) -> Response:

@@ -32,10 +32,34 @@ from flightcheck.checks.report.sequence import diagram_of
 from flightcheck.checks.report.svg_sequence import to_svg
 from flightcheck.spec.actions import parse_action
 from flightcheck.spec.conjuncts import false_conjuncts
+from flightcheck.spec.describe import (
+    FLIGHT_MEANINGS, FLIGHT_STATES, GHOST_MEANINGS, PAGE_MEANINGS, PHASE_MEANINGS, REQUEST_FIELDS,
+)
 from flightcheck.spec.properties import properties_for
+from flightcheck.spec.scenario import SCENARIOS
+from flightcheck.spec.state import PAGE_NAMES, PHASE_NAMES, Layout
 
 #: The most actions a path in a URL may hold (each is replayed on every request).
 MAX_STEPS = 400
+
+
+def legend() -> dict[str, list[dict[str, str]]]:
+    """The words of the state picture, read from the spec's own constants: every phase of
+    :data:`~flightcheck.spec.state.PHASE_NAMES`, every page state of
+    :data:`~flightcheck.spec.state.PAGE_NAMES`, the flight states, a request's fields and every ghost
+    slot of the layout, each with its meaning.
+
+    For example::
+
+        >>> legend()["phases"][1]
+        {'name': 'blocked', 'meaning': "a follower waiting for its flight's release (or a leader waiting via another prompt's flight); it holds no pages of its own"}
+    """
+    ghosts = Layout(SCENARIOS["burst2"]).fields_of("scalar")
+    rows = lambda names, meanings: [{"name": n, "meaning": meanings[n]} for n in names]  # noqa: E731
+    return {"phases": rows(PHASE_NAMES, PHASE_MEANINGS), "pages": rows(PAGE_NAMES, PAGE_MEANINGS),
+            "flights": rows(FLIGHT_STATES.values(), FLIGHT_MEANINGS),
+            "fields": rows(REQUEST_FIELDS, REQUEST_FIELDS),
+            "ghosts": [{"name": g, "meaning": GHOST_MEANINGS[g]} for g in ghosts]}
 
 
 def parse_path(text: str) -> list[str]:

@@ -246,3 +246,23 @@ def test_the_bare_url_of_an_app_started_on_a_design_opens_that_design(server):
         status, location = _get_page(started.url + "/")
         assert status == 307 and dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query)) == home
         assert _get_page(started.url + "/?variant=correct") == (200, None)  # any other URL opens as it says
+
+
+def test_the_legend_covers_every_word_the_state_picture_can_show(server):
+    # read from the spec's constants: every phase, page state and ghost slot, and every field of a request
+    # that describe() writes on the states of a scenario with flights, pins, hits and aborts
+    from flightcheck.checks.explore.explorer import explore
+    from flightcheck.spec.model import FlightSpec
+    from flightcheck.spec.state import PAGE_NAMES, PHASE_NAMES, Layout
+    legend = get(server, "/api/choices")[1]["legend"]
+    names = {key: [row["name"] for row in rows] for key, rows in legend.items()}
+    assert names["phases"] == list(PHASE_NAMES) and names["pages"] == list(PAGE_NAMES)
+    assert names["ghosts"] == Layout(SCENARIOS["burst2"]).fields_of("scalar")
+    assert all(row["meaning"] for rows in legend.values() for row in rows)
+    spec = FlightSpec(SCENARIOS["burst3-abort"])
+    shown = set()
+    for state in explore(spec).graph:
+        d = spec.describe(state)
+        shown |= {k for r in d["requests"].values() for k in r} | {f"flight:{v}" for v in d["flights"].values()}
+    assert {k for k in shown if not k.startswith("flight:")} <= set(names["fields"])
+    assert {k.removeprefix("flight:") for k in shown if k.startswith("flight:")} <= set(names["flights"])
