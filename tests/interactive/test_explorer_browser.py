@@ -208,3 +208,43 @@ def test_a_disabled_action_names_the_false_conjunct_of_its_guard_and_a_reason_sh
         assert len(pending) == 1 and text.count("the engine releases or hands on its flight") == 1
         assert len(pending[0].get_attribute("data-actions").split()) == 17
         assert [c.text for c in pending[0].find_elements(By.CSS_SELECTOR, ".guard code")] == ["self.calm(s)"]
+
+
+_LAYOUT = """
+const boxes = (sel) => [...document.querySelectorAll(sel)].map((e) => [e.id || e.tagName, e.getBoundingClientRect()]);
+const overlaps = [];
+for (const sel of ["header > *", "#tools > *", "nav > *", "main > section"]) {
+  const b = boxes(sel);
+  for (let i = 0; i < b.length; i++) for (let j = i + 1; j < b.length; j++) {
+    const [p, q] = [b[i][1], b[j][1]];
+    if (p.left < q.right - 1 && q.left < p.right - 1 && p.top < q.bottom - 1 && q.top < p.bottom - 1)
+      overlaps.push(`${sel}: ${b[i][0]} / ${b[j][0]}`);
+  }
+}
+const outside = [...document.querySelectorAll("header > *, #tools > *, main > section, main table")]
+  .filter((e) => e.getBoundingClientRect().right > innerWidth + 1).map((e) => e.id || e.tagName);
+const clipped = [...document.querySelectorAll("main > section")].filter((e) => e.scrollWidth > e.clientWidth + 1)
+  .map((e) => e.querySelector("h2") ? e.querySelector("h2").textContent : e.className);
+return {scroll: document.documentElement.scrollWidth, inner: innerWidth, overlaps, outside, clipped};
+"""
+
+
+@pytest.mark.parametrize("width", [700, 1920])
+def test_the_layout_holds_from_700_to_1920_pixels(browser, width, tmp_path):
+    with ExplorerServer(ExplorerApp()) as server:
+        browser.set_window_size(width, 1400)
+        try:
+            # a wide state: three requests with flights, pins and pages, a long path, every list filled
+            browser.get(server.url + "/?scenario=doc3-abort&variant=waiter-pins-unpublished")
+            WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#violations li[data-property] a"))
+            browser.find_element(By.CSS_SELECTOR, "#violations li[data-property='in_use_never_evicted'] a").click()
+            _wait_for(browser, 4)
+            browser.find_element(By.ID, "compare-release").click()
+            WebDriverWait(browser, WAIT).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#compare tr"))
+            browser.save_screenshot(str(tmp_path / f"explorer-{width}.png"))
+            layout = browser.execute_script(_LAYOUT)
+            assert layout["inner"] <= width and layout["scroll"] <= layout["inner"], layout
+            assert layout["overlaps"] == [] and layout["outside"] == [] and layout["clipped"] == [], layout
+            assert "blocked" in browser.find_element(By.CSS_SELECTOR, "#legend dl[data-legend='phases']").text
+        finally:
+            browser.set_window_size(1400, 1800)
