@@ -90,8 +90,8 @@ class ExplorerApp:
     async def choices(self, request: Request) -> Response:
         return JSONResponse({
             "scenarios": list(SCENARIOS) + list(SCALE_SCENARIOS),
-            "variants": [{"name": v.name, "violates": v.expected_violation, "story": v.story}
-                         for v in VARIANTS.values()],
+            "variants": [{"name": v.name, "violates": v.expected_violation, "story": v.story, "demo": v.demo,
+                          "demo_policy": dict(v.demo_policy)} for v in VARIANTS.values()],
             "properties": [{"name": p.name, "kind": p.kind, "story": p.story} for p in PROPERTIES],
             "release": list(RELEASES), "publication": list(PUBLICATIONS), "coordination": list(COORDINATIONS),
             "leader_loss": list(LEADER_LOSSES), "options": list(OPTIONS), "legend": legend(),

@@ -19,6 +19,8 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from flightcheck.checks.interactive.app import ExplorerApp
 from flightcheck.checks.interactive.serve import ExplorerServer
+from flightcheck.spec.properties import PROPERTIES
+from flightcheck.spec.variants import VARIANTS
 
 from tests.interactive.test_explorer_api import engine_log
 
@@ -248,3 +250,34 @@ def test_the_layout_holds_from_700_to_1920_pixels(browser, width, tmp_path):
             assert "blocked" in browser.find_element(By.CSS_SELECTOR, "#legend dl[data-legend='phases']").text
         finally:
             browser.set_window_size(1400, 1800)
+
+
+def test_every_variant_of_the_design_history_opens_with_its_counterexample(browser):
+    # The done-when of issue 46, from the menus: each mistaken design's counterexample, its property named at
+    # the marked step, no "guard false" anywhere, and no script error in the console.
+    with ExplorerServer(ExplorerApp()) as server:
+        browser.get(server.url + "/")
+        _wait_for(browser, 0)
+        browser.get_log("browser")  # drop what came before
+        history = browser.find_elements(By.CSS_SELECTOR, "#variants li")
+        assert [li.get_attribute("data-variant") for li in history] == list(VARIANTS)
+        for name, variant in VARIANTS.items():
+            if variant.expected_violation is None:
+                continue
+            browser.find_element(By.CSS_SELECTOR, f"#variants button.cx-variant[data-variant='{name}']").click()
+            WebDriverWait(browser, 60).until(
+                lambda d: f"variant {name}" in d.find_element(By.ID, "title").text
+                and d.find_elements(By.CSS_SELECTOR, "#crumbs .crumb.marked"))
+            note = browser.find_element(By.ID, "note").text
+            assert f"{variant.expected_violation} breaks at step" in note, (name, note)
+            assert "guard false" not in browser.find_element(By.TAG_NAME, "body").text, name
+            assert not browser.find_element(By.ID, "error").is_displayed(), name
+            kind = next(p.kind for p in PROPERTIES if p.name == variant.expected_violation)
+            if kind == "always":
+                assert _property(browser, variant.expected_violation) == "VIOLATED", name
+        # "open" starts a variant at its own initial state
+        browser.find_element(By.CSS_SELECTOR, "#variants button.open-variant[data-variant='draining']").click()
+        WebDriverWait(browser, WAIT).until(lambda d: "variant draining" in d.find_element(By.ID, "title").text)
+        _wait_for(browser, 0)
+        assert "scenario burst2-abort" in browser.find_element(By.ID, "title").text
+        assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
