@@ -10,7 +10,7 @@ Routes (every design parameter of :mod:`~flightcheck.checks.interactive.design` 
 - ``GET /api/counterexample?...[&property=P]``: the shortest violation, as the query that opens it;
 - ``GET /api/violations?...``: every property the design breaks, each with the query that opens its
   shortest counterexample (:func:`~flightcheck.checks.interactive.loading.violations`);
-- ``GET /api/compare?...&path=...&field=release|publication``: the path under the other value;
+- ``GET /api/compare?...&path=...&field=KNOB``: the path under another value of any knob;
 - ``POST /api/load?kind=log|path``: an engine event log or a replay file in the body (at most
   :data:`MAX_UPLOAD_BYTES`), answered with the query that opens it;
 - ``GET /api/choices``: scenarios, variants, properties and policy values for the page's menus, and the
@@ -35,7 +35,7 @@ from starlette.routing import Route
 
 from flightcheck.checks.inputs import InputError
 from flightcheck.checks.interactive.design import (
-    OPTIONS, BadQuery, Design, LoadedLog, UnknownLog, design_from_query,
+    OPTIONS, BadQuery, Design, LoadedLog, UnknownLog, design_from_query, knobs,
 )
 from flightcheck.checks.interactive.loading import compare, counterexample, engine_log, replay_file, violations
 from flightcheck.checks.interactive.view import legend, parse_path, replay, state_view
@@ -94,7 +94,7 @@ class ExplorerApp:
                           "demo_policy": dict(v.demo_policy)} for v in VARIANTS.values()],
             "properties": [{"name": p.name, "kind": p.kind, "story": p.story} for p in PROPERTIES],
             "release": list(RELEASES), "publication": list(PUBLICATIONS), "coordination": list(COORDINATIONS),
-            "leader_loss": list(LEADER_LOSSES), "options": list(OPTIONS), "legend": legend(),
+            "leader_loss": list(LEADER_LOSSES), "options": list(OPTIONS), "knobs": knobs(), "legend": legend(),
         })
 
     async def state(self, request: Request) -> Response:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import typing
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -37,6 +38,29 @@ from flightcheck.spec.variants import VARIANTS
 OPTIONS = ("aborts", "notifications", "eviction")
 #: The policy's fields, each a query parameter of its own.
 POLICY_FIELDS = tuple(f.name for f in dataclasses.fields(Policy))
+
+
+def knobs() -> list[dict[str, Any]]:
+    """Every knob a design has, as the page's controls: each field of :class:`~flightcheck.spec.scenario.Policy`
+    (a named choice from its ``Literal`` type, a small whole number, or on/off), then the environment's
+    :data:`OPTIONS` (on/off). Derived from the dataclass, so a field added to ``Policy`` becomes a control.
+
+    For example::
+
+        >>> [(k["name"], k["kind"]) for k in knobs()][:4]
+        [('coordination', 'choice'), ('release', 'choice'), ('publication', 'choice'), ('capacity', 'int')]
+        >>> knobs()[0]["choices"]
+        ['single-flight', 'prefix', 'none']
+    """
+    hints = typing.get_type_hints(Policy)
+    out: list[dict[str, Any]] = []
+    for name in POLICY_FIELDS:
+        kind = hints[name]
+        if typing.get_origin(kind) is typing.Literal:
+            out.append({"name": name, "kind": "choice", "choices": list(typing.get_args(kind)), "policy": True})
+        else:
+            out.append({"name": name, "kind": "bool" if kind is bool else "int", "policy": True})
+    return out + [{"name": name, "kind": "bool", "policy": False} for name in OPTIONS]
 
 
 class BadQuery(ValueError):

@@ -27,7 +27,7 @@ from flightcheck.checks.conform.explain import explain_guard, violated
 from flightcheck.checks.explore.counterexample import Counterexample, Step
 from flightcheck.checks.explore.steps import step_changes
 from flightcheck.checks.inputs import shown
-from flightcheck.checks.interactive.design import BadQuery, Design
+from flightcheck.checks.interactive.design import OPTIONS, BadQuery, Design
 from flightcheck.checks.report.sequence import diagram_of
 from flightcheck.checks.report.svg_sequence import to_svg
 from flightcheck.spec.actions import parse_action
@@ -177,6 +177,7 @@ def state_view(design: Design, actions: list[str], at: int | None = None, *, mar
     return {
         "title": design.title(), "query": design.query(), "at": at, "length": len(steps),
         "scenario": design.scenario.name, "variant": design.variant, "policy": dict(design.policy.__dict__),
+        "options": {name: getattr(design.scenario, name) for name in OPTIONS},
         "path": path, "mark": mark, "property": property,
         "state": described, "changed": changed,
         "last": path[at - 1] if at else None,

@@ -115,6 +115,19 @@ def test_compare_names_the_first_step_where_the_release_points_differ(server):
     assert c["other_query"] == {"release": "on-completion"} and c["other_path"] == path[:8]
 
 
+def test_compare_takes_any_knob_and_names_a_bad_one(server):
+    path = "arrive(0),arrive(1),abort(0)"
+    status, c = get(server, "/api/compare", scenario="burst2-abort", path=path, field="leader_loss")
+    assert status == 200 and (c["this"], c["other"]) == ("release-all", "promote")
+    assert c["other_query"] == {"scenario": "burst2-abort", "leader_loss": "promote"}
+    status, c = get(server, "/api/compare", path="arrive(0)", field="aborts")  # an environment option
+    assert status == 200 and (c["this"], c["other"]) == ("off", "on") and c["other_query"] == {"aborts": "1"}
+    status, c = get(server, "/api/compare", path="arrive(0)", field="capacity")
+    assert (c["this"], c["other"], c["first_difference"]) == ("2", "3", None)
+    status, body = get(server, "/api/compare", path="arrive(0)", field="colour")
+    assert status == 400 and body["error"].startswith("compare takes a knob (coordination, release, publication")
+
+
 def test_a_design_survives_its_own_url():
     for query in ({}, {"variant": "early-release"}, {"scenario": "burst3-abort", "release": "on-completion"},
                   {"scenario": "doc2", "min_shared_pages": "2", "aborts": "1"}, {"capacity": "1", "chunk": "2"}):

@@ -18,6 +18,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from flightcheck.checks.interactive.app import ExplorerApp
+from flightcheck.checks.interactive.design import knobs
 from flightcheck.checks.interactive.serve import ExplorerServer
 from flightcheck.spec.properties import PROPERTIES
 from flightcheck.spec.variants import VARIANTS
@@ -60,6 +61,11 @@ def _wait_for(drv, at: int) -> None:
     """Until the page shows step ``at`` (the current breadcrumb) with no request in flight."""
     WebDriverWait(drv, WAIT).until(
         lambda d: d.find_elements(By.CSS_SELECTOR, f"#crumbs .crumb.current[data-n='{at}']"))
+
+
+def _script_errors(drv) -> list:
+    """The console's errors since the last call, less the network's (a 4xx answer is logged as one)."""
+    return [e for e in drv.get_log("browser") if e["level"] == "SEVERE" and e.get("source") != "network"]
 
 
 def _property(drv, name: str) -> str:
@@ -215,7 +221,7 @@ def test_a_disabled_action_names_the_false_conjunct_of_its_guard_and_a_reason_sh
 _LAYOUT = """
 const boxes = (sel) => [...document.querySelectorAll(sel)].map((e) => [e.id || e.tagName, e.getBoundingClientRect()]);
 const overlaps = [];
-for (const sel of ["header > *", "#tools > *", "nav > *", "main > section"]) {
+for (const sel of ["header > *", "#tools > *", "#knobs > *", "nav > *", "main > section"]) {
   const b = boxes(sel);
   for (let i = 0; i < b.length; i++) for (let j = i + 1; j < b.length; j++) {
     const [p, q] = [b[i][1], b[j][1]];
@@ -223,7 +229,7 @@ for (const sel of ["header > *", "#tools > *", "nav > *", "main > section"]) {
       overlaps.push(`${sel}: ${b[i][0]} / ${b[j][0]}`);
   }
 }
-const outside = [...document.querySelectorAll("header > *, #tools > *, main > section, main table")]
+const outside = [...document.querySelectorAll("header > *, #tools > *, #knobs > *, main > section, main table")]
   .filter((e) => e.getBoundingClientRect().right > innerWidth + 1).map((e) => e.id || e.tagName);
 const clipped = [...document.querySelectorAll("main > section")].filter((e) => e.scrollWidth > e.clientWidth + 1)
   .map((e) => e.querySelector("h2") ? e.querySelector("h2").textContent : e.className);
@@ -281,4 +287,48 @@ def test_every_variant_of_the_design_history_opens_with_its_counterexample(brows
         WebDriverWait(browser, WAIT).until(lambda d: "variant draining" in d.find_element(By.ID, "title").text)
         _wait_for(browser, 0)
         assert "scenario burst2-abort" in browser.find_element(By.ID, "title").text
-        assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+        assert _script_errors(browser) == []
+
+
+_TURN = """
+const [name, kind] = arguments;
+const el = document.getElementById("knob-" + name) || document.getElementById(name);
+if (kind === "bool") el.checked = !el.checked;
+else if (kind === "int") el.value = String(Number(el.value) + 1);
+else el.selectedIndex = (el.selectedIndex + 1) % el.options.length;
+el.dispatchEvent(new Event("change"));
+return kind === "bool" ? (el.checked ? "1" : "0") : el.value;
+"""
+
+
+def test_every_knob_is_a_control_and_compare_takes_any_of_them(browser):
+    with ExplorerServer(ExplorerApp()) as server:
+        browser.get(server.url + "/?scenario=doc3-abort")
+        _wait_for(browser, 0)
+        browser.get_log("browser")
+        opened = []
+        for knob in knobs():
+            before = browser.current_url
+            value = browser.execute_script(_TURN, knob["name"], knob["kind"])
+            WebDriverWait(browser, WAIT).until(lambda d: d.current_url != before)
+            WebDriverWait(browser, WAIT).until(
+                lambda d: d.find_elements(By.CSS_SELECTOR, "#crumbs .crumb.current") or d.find_element(By.ID, "error").is_displayed())
+            query = parse_qs(urlparse(browser.current_url).query)
+            if browser.find_element(By.ID, "error").is_displayed():  # a combination the spec refuses, said so
+                assert knob["name"] in browser.find_element(By.ID, "error").text or "not a" in browser.find_element(By.ID, "error").text
+                browser.get(server.url + "/?scenario=doc3-abort")
+                _wait_for(browser, 0)
+                continue
+            assert query[knob["name"]] == [value], (knob, query)
+            opened.append(knob["name"])
+            browser.get(server.url + "/?scenario=doc3-abort")
+            _wait_for(browser, 0)
+        # every knob but prefix caching (off needs coordination none) opens its design from its control
+        assert opened == [k["name"] for k in knobs() if k["name"] != "prefix_caching"]
+        # compare under any knob: capacity 2 against 3 on a path where the third request is admitted at once
+        browser.get(server.url + "/?scenario=doc3-abort&path=arrive(0),arrive(1),arrive(2),admit(0)&at=4")
+        _wait_for(browser, 4)
+        Select(browser.find_element(By.ID, "compare-field")).select_by_visible_text("capacity")
+        browser.find_element(By.ID, "compare-knob").click()
+        WebDriverWait(browser, WAIT).until(lambda d: "capacity: this design 2, the other 3" in d.find_element(By.ID, "compare-words").text)
+        assert _script_errors(browser) == []
