@@ -4,6 +4,7 @@ Routes (every design parameter of :mod:`~flightcheck.checks.interactive.design` 
 
 - ``GET /``: the page (``page.html``); it reads its own URL, so any state's URL opens that state; the bare
   ``/`` of an app started on a design (``flightcheck explorer --variant V``) redirects to that design's URL;
+- ``GET /page.js``: the page's script;
 - ``GET /favicon.ico``: the page's icon (an SVG), so a browser's request for it is no 404;
 - ``GET /api/state?...&path=a,b&at=N``: the state after the first ``N`` actions of the path
   (:func:`~flightcheck.checks.interactive.view.state_view`);
@@ -62,7 +63,7 @@ class ExplorerApp:
         self.home = dict(home or {})  # the query the bare URL opens (empty: the initial state of burst2)
         for log in logs:
             self.remember(log)
-        routes = [Route("/", self.page), Route("/favicon.ico", self.favicon), Route("/api/state", self.state), Route("/api/choices", self.choices),
+        routes = [Route("/", self.page), Route("/favicon.ico", self.favicon), Route("/page.js", self.script), Route("/api/state", self.state), Route("/api/choices", self.choices),
                   Route("/api/counterexample", self.counterexample), Route("/api/violations", self.violations),
                   Route("/api/compare", self.compare),
                   Route("/api/load", self.load, methods=["POST"])]
@@ -83,6 +84,10 @@ class ExplorerApp:
         if self.home and not request.url.query:
             return RedirectResponse("/?" + urlencode(self.home), status_code=307)
         return HTMLResponse(resources.files(__package__).joinpath("page.html").read_text(encoding="utf-8"))
+
+    async def script(self, request: Request) -> Response:
+        return Response(resources.files(__package__).joinpath("page.js").read_text(encoding="utf-8"),
+                        media_type="text/javascript")
 
     async def favicon(self, request: Request) -> Response:
         return Response(FAVICON, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})

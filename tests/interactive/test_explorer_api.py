@@ -279,3 +279,11 @@ def test_the_legend_covers_every_word_the_state_picture_can_show(server):
         shown |= {k for r in d["requests"].values() for k in r} | {f"flight:{v}" for v in d["flights"].values()}
     assert {k for k in shown if not k.startswith("flight:")} <= set(names["fields"])
     assert {k.removeprefix("flight:") for k in shown if k.startswith("flight:")} <= set(names["flights"])
+
+
+def test_the_page_s_script_is_served_beside_it(server):
+    with urllib.request.urlopen(server.url + "/", timeout=60) as response:
+        assert b'<script src="/page.js"></script>' in response.read()
+    with urllib.request.urlopen(server.url + "/page.js", timeout=60) as response:
+        assert response.status == 200 and response.headers["content-type"].startswith("text/javascript")
+        assert b"async function setup()" in response.read()
