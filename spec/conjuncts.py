@@ -60,7 +60,8 @@ class Conjunct:
 
 
 def conjuncts(spec: Any, state: Any, action: Any) -> list[Conjunct]:
-    """The conjuncts of ``action``'s guard in ``state``, in the order the guard writes them."""
+    """The conjuncts of ``action``'s guard in a concrete ``state``, in the order the guard writes them
+    (empty for a guard this cannot read: no source, or no ``And`` and true)."""
     return _trace(spec, "g_" + action.name, (spec.view(state), action.arg), 0)
 
 
@@ -75,7 +76,7 @@ class _Source:
 
     calls: dict[tuple[int, int], ast.Call]  # the And calls, by (line, column) in the file
     assigned: dict[str, list[tuple[ast.expr, list[ast.expr]]]]  # local name -> (value, the branch's tests)
-    appended: dict[str, list[tuple[ast.expr, ast.expr | None]]]  # list name -> its elements and their if-tests
+    appended: dict[str, list[tuple[ast.expr, list[ast.expr]]]]  # list name -> its elements and their branch's tests
     early: list[ast.expr]                   # tests of `if TEST: return False`, in order
     returned: set[int]                      # ids of the And calls a `return` gives back
     returns: list[tuple[ast.expr, list[ast.expr]]]  # every `return VALUE` and the tests of its branch
@@ -94,15 +95,13 @@ def _source(fn: Callable) -> _Source | None:
     ast.increment_lineno(tree, first - 1)
     func = tree.body[0]
     calls, assigned, appended, early, returned, returns = {}, {}, {}, [], set(), []
-    tests: dict[int, ast.expr] = {}
-    branch: dict[int, list[ast.expr]] = {}
+    branch: dict[int, list[ast.expr]] = {}  # node id -> the tests (or their negations) of the branches it is on
     for node in ast.walk(func):
         if isinstance(node, ast.If):
             negated = ast.UnaryOp(ast.Not(), node.test)
             for side, cond in ((node.body, node.test), (node.orelse, negated)):
                 for stmt in side:
                     for child in ast.walk(stmt):
-                        tests.setdefault(id(child), cond)
                         branch.setdefault(id(child), []).append(cond)
             if len(node.body) == 1 and isinstance(node.body[0], ast.Return) and \
                     isinstance(node.body[0].value, ast.Constant) and node.body[0].value.value is False:
@@ -117,10 +116,10 @@ def _source(fn: Callable) -> _Source | None:
             name = node.targets[0].id
             assigned.setdefault(name, []).append((node.value, branch.get(id(node), [])))
             if isinstance(node.value, ast.List):
-                appended[name] = [(e, None) for e in node.value.elts]
+                appended[name] = [(e, []) for e in node.value.elts]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append" \
                 and isinstance(node.func.value, ast.Name) and len(node.args) == 1:
-            appended.setdefault(node.func.value.id, []).append((node.args[0], tests.get(id(node))))
+            appended.setdefault(node.func.value.id, []).append((node.args[0], branch.get(id(node), [])))
     early.sort(key=lambda t: (t.lineno, t.col_offset))
     returns.sort(key=lambda r: (r[0].lineno, r[0].col_offset))
     params = tuple(a.arg for a in func.args.args)
@@ -163,9 +162,10 @@ def _trace(spec: Any, name: str, args: tuple, depth: int) -> list[Conjunct]:
     call, xs, scope = seen[-1]  # the outermost And is the last to be called
     if id(call) not in src.returned:  # the method is not a conjunction (e.g. an Or of an And): a leaf
         return []
-    labels = _labels(src, call, scope, fn.__globals__, len(xs))
+    nodes = _operands(src, call, scope, fn.__globals__, len(xs))
     out = []
-    for label, node, value in zip(labels, _operands(src, call, scope, fn.__globals__, len(xs)), xs):
+    for k, (node, value) in enumerate(zip(nodes, xs)):
+        label = ast.unparse(node) if node is not None else f"operand {k + 1} of {ast.unparse(call)}"
         definition = _definition(src, node, {**fn.__globals__, **scope})
         inner: tuple[Conjunct, ...] = ()
         if not value and depth < MAX_DEPTH and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
@@ -185,18 +185,13 @@ def _operands(src: _Source, call: ast.Call, scope: dict, globals_: dict, count: 
             nodes.append(arg)
         elif isinstance(arg.value, ast.Name) and arg.value.id in src.appended:
             env = {**globals_, **scope}
-            nodes += [e for e, test in src.appended[arg.value.id] if test is None or _eval(test, env)]
+            nodes += [e for e, conds in src.appended[arg.value.id] if all(_eval(c, env) for c in conds)]
         elif isinstance(arg.value, ast.ListComp):
             rest = count - len(nodes) - sum(1 for a in call.args[call.args.index(arg) + 1:])
             nodes += [arg.value.elt] * max(rest, 0)
         else:
             nodes.append(None)
     return nodes if len(nodes) == count else [None] * count
-
-
-def _labels(src: _Source, call: ast.Call, scope: dict, globals_: dict, count: int) -> list[str]:
-    nodes = _operands(src, call, scope, globals_, count)
-    return [ast.unparse(n) if n is not None else f"operand {k + 1} of {ast.unparse(call)}" for k, n in enumerate(nodes)]
 
 
 def _definition(src: _Source, node: ast.expr | None, env: dict) -> str:
