@@ -89,9 +89,11 @@ function renderState(state, changed) {
   $("state").innerHTML = html;
 }
 
+// After each render, body[data-shown] is the query it drew (a state or an error): what a test waits for.
 function render() {
   showError("");
-  return api("/api/state" + location.search).then((v) => {
+  const asked = location.search;
+  return api("/api/state" + asked).then((v) => {
     view = v;
     setLive(true);
     const p = params();
@@ -132,6 +134,12 @@ function render() {
     if (v.mark !== null && v.property) {
       notes.push(`Counterexample: ${v.property} breaks at step ${v.mark} (outlined in red).` +
         (v.at === v.mark ? " Step back and choose another action to see it hold." : ""));
+      // The harm, where it happens: what the breaking step did (the ghosts it raised in capitals), and
+      // what the property asks.
+      const breaking = v.path[v.mark - 1];
+      const asked = v.properties.find((x) => x.name === v.property);
+      if (breaking) notes.push(`Step ${v.mark}, ${breaking.action}: ${breaking.changes}.`);
+      if (asked) notes.push(`${v.property}: ${asked.story}`);
     }
     if (v.log) {
       notes.push(`Engine log ${v.log.id}: ${v.log.events} events, ${v.log.actions} spec actions.`);
@@ -142,7 +150,8 @@ function render() {
     $("compare").innerHTML = ""; $("compare-words").textContent = "";
     syncMenus(v.query);
     showViolations();
-  }).catch((e) => { view = null; setLive(false); showError(e.message); });
+    document.body.dataset.shown = asked;
+  }).catch((e) => { view = null; setLive(false); showError(e.message); document.body.dataset.shown = asked; });
 }
 
 let violationsFor = null;  // the design query whose violations are listed
