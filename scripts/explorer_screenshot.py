@@ -36,6 +36,7 @@ def main(out: Path) -> None:
         with ExplorerServer(ExplorerApp()) as server:
             driver.get(f"{server.url}/?{query}")
             WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#crumbs .crumb.current.marked"))
+            WebDriverWait(driver, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#violations li[data-property] a"))
             driver.save_screenshot(str(out))
     finally:
         driver.quit()

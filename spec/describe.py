@@ -20,10 +20,53 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from flightcheck.spec.state import CLOSED, OPEN, PAGE_NAMES, PHASE_NAMES, State
+from flightcheck.spec.state import CLOSED, DRAINING, OPEN, PAGE_NAMES, PHASE_NAMES, State
 
 if TYPE_CHECKING:
     from flightcheck.spec.model import FlightSpec
+
+#: What each phase of a request means, by its name in :data:`~flightcheck.spec.state.PHASE_NAMES`.
+PHASE_MEANINGS = {
+    "absent": "not arrived yet",
+    "blocked": "a follower waiting for its flight's release (or a leader waiting via another prompt's flight); "
+               "it holds no pages of its own",
+    "waiting": "queued for admission; a released follower pins the pages its leader held",
+    "prefill": "running: computing its prompt's pages, a chunk per step",
+    "decode": "running: its prefill is done, it produces a token per step",
+    "finished": "ended normally (its pages published, its references dropped)",
+    "aborted": "ended by a client cancel",
+    "failed": "ended by a failed forward pass",
+}
+#: What each state of a cached page means, by its name in :data:`~flightcheck.spec.state.PAGE_NAMES`.
+PAGE_MEANINGS = {
+    "-": "not cached (a page still referenced after its eviction shows so)",
+    "reserved": "allocated, its KV not computed yet (only a wrong design makes it visible)",
+    "ready": "computed and published: a lookup hits it",
+}
+#: The flight states a state shows (a closed flight is not shown), by their slot value.
+FLIGHT_STATES = {OPEN: "open", DRAINING: "draining"}
+#: What each shown flight state means.
+FLIGHT_MEANINGS = {
+    "open": "its leader computes; requests for the same input follow it (the index points here)",
+    "draining": "released but kept until its members terminate (the draining design's flights)",
+}
+#: What each field of a request in :func:`describe` means.
+REQUEST_FIELDS = {
+    "phase": "where the request is (see the phases)",
+    "flight": "the flight it belongs to, named after the request that leads it",
+    "role": "leader (computes the shared pages) or follower (waits for them)",
+    "via": "the other prompt's flight whose shared pages it waits for (prefix coordination)",
+    "released": "in the coordinator's released set: its termination will be accepted",
+    "expired": "its wait ran out: it computes what it needs itself",
+    "hit": "pages found in the cache at admission",
+    "done": "prompt units computed so far",
+    "published": "shareable pages it holds references on (published or hit)",
+    "decoded": "tokens produced so far",
+    "pinned": "pages it holds references on while waiting (its leader's, pinned at release)",
+    "holding": "pages a terminated leader still holds until its flight is released",
+}
+#: What each ghost means when it is raised: a slot that only the properties read.
+GHOST_MEANINGS = {"g_term": "termination misjudged", "g_early": "released early", "g_dup": "page prefilled twice"}
 
 
 def class_name(c: int) -> str:
@@ -68,7 +111,7 @@ def describe(spec: FlightSpec, state: State) -> dict[str, Any]:
             d["pinned" if ph == "waiting" else "holding"] = s.pubd[i]
         reqs[f"r{i}"] = d
     flights = {
-        f"f{f}": ("open" if s.fl[f] == OPEN else "draining")
+        f"f{f}": FLIGHT_STATES[OPEN if s.fl[f] == OPEN else DRAINING]
         for f in range(n) if s.fl[f] != CLOSED
     }
     index = {class_name(c): f"f{s.idx[c] - 1}" for c in range(len(spec.layout.classes)) if s.idx[c]}
@@ -76,7 +119,7 @@ def describe(spec: FlightSpec, state: State) -> dict[str, Any]:
         page_name(spec, k): {"state": _name(PAGE_NAMES, s.pg[k]), "refs": s.ref[k]}
         for k in range(len(spec.layout.page_slots)) if s.pg[k] or s.ref[k]
     }
-    ghosts = {g: getattr(s, g) for g in ("g_term", "g_early", "g_dup") if getattr(s, g)}
+    ghosts = {g: getattr(s, g) for g in GHOST_MEANINGS if getattr(s, g)}
     out = {"requests": reqs, "flights": flights, "index": index,
            "released": [f"r{i}" for i in range(n) if s.rel[i]], "pages": pages, "ghosts": ghosts}
     if spec.scenario.has_pool:
@@ -138,8 +181,7 @@ def label(spec: FlightSpec, state: State) -> str:
             f"{k} ref{v['refs']}" if v["state"] == "ready" else f"{k} rsv{v['refs']}" if v["state"] == "reserved"
             else f"{k} gone ref{v['refs']}" for k, v in d["pages"].items()))
     for g in d["ghosts"]:
-        lines.append("!! " + {"g_term": "termination misjudged", "g_early": "released early",
-                              "g_dup": "page prefilled twice"}[g])
+        lines.append("!! " + GHOST_MEANINGS[g])
     return "\n".join(lines) or "nothing arrived"
 
 
@@ -182,6 +224,5 @@ def changes(spec: FlightSpec, before: State, after: State) -> str:
         out.append("pool " + ", ".join(f"{k}={v}" for k, v in b["pool"].items() if a["pool"].get(k) != v))
     for g, v in b["ghosts"].items():
         if a["ghosts"].get(g) != v:
-            out.append({"g_term": "TERMINATION MISJUDGED", "g_early": "RELEASED EARLY",
-                        "g_dup": "PAGE PREFILLED TWICE"}[g])
+            out.append(GHOST_MEANINGS[g].upper())
     return "; ".join(out) if out else "(state unchanged)"

@@ -87,7 +87,7 @@ assert "drain_flights" not in set(table.OPTIONS) | set(table.NOT_BEHAVIOUR)
 choices = json.loads(asyncio.run(ExplorerApp().choices(None)).body)
 assert choices["drain"] == ["off", "on"]
 assert {"name": "drain", "kind": "choice", "choices": ["off", "on"], "low": None, "default": "off",
-        "help": "Whether a lost leader's flight drains."} in choices["knobs"]
+        "help": "Whether a lost leader's flight drains.", "policy": True} in choices["knobs"]
 design = design_from_query({"drain": "on"}, {})
 assert design.policy.drain == "on" and design.query() == {"drain": "on"}
 

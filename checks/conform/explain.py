@@ -2,7 +2,8 @@
 
 :func:`explain_guard` names every condition of an action's guard that fails in a state (the test suite
 asks it about every disabled action of every explored state of the default scenarios, and it never
-falls back to a generic answer); :func:`violated` lists the safety properties a state breaks;
+falls back to a generic answer; a variant's own guard is named by its false conjuncts,
+:mod:`~flightcheck.checks.conform.guard_words`); :func:`violated` lists the safety properties a state breaks;
 :func:`lookahead` finds the nearest violation a few steps ahead.
 
 For example::
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections import deque
 
 from flightcheck.checks.conform import fastcheck
+from flightcheck.checks.conform.guard_words import guard_words
 from flightcheck.spec import pool
 from flightcheck.spec.actions import FLIGHT_ACTIONS
 from flightcheck.spec.describe import page_name
@@ -40,7 +42,8 @@ def explain_guard(spec: FlightSpec, state: State, action: Action) -> list[str]:
                    "flight in the same call, before anything else happens")
     explain = _EXPLAIN.get(n)
     out += explain(spec, s, i) if explain is not None else []
-    return out or ["guard false"]
+    # A guard these words do not cover (a variant's own): the false conjuncts, named from its source.
+    return out or guard_words(spec, state, action) or [f"{action}'s guard is false in this state"]
 
 
 def _memory(spec: FlightSpec, s: View, need: int, what: str) -> list[str]:

@@ -4,15 +4,19 @@ Routes (every design parameter of :mod:`~flightcheck.checks.interactive.design` 
 
 - ``GET /``: the page (``page.html``); it reads its own URL, so any state's URL opens that state; the bare
   ``/`` of an app started on a design (``flightcheck explorer --variant V``) redirects to that design's URL;
+- ``GET /page.js``: the page's script;
 - ``GET /favicon.ico``: the page's icon (an SVG), so a browser's request for it is no 404;
 - ``GET /api/state?...&path=a,b&at=N``: the state after the first ``N`` actions of the path
   (:func:`~flightcheck.checks.interactive.view.state_view`);
 - ``GET /api/counterexample?...[&property=P]``: the shortest violation, as the query that opens it;
-- ``GET /api/compare?...&path=...&field=release|publication``: the path under the other value;
+- ``GET /api/violations?...``: every property the design breaks, each with the query that opens its
+  shortest counterexample (:func:`~flightcheck.checks.interactive.loading.violations`);
+- ``GET /api/compare?...&path=...&field=KNOB``: the path under another value of any knob;
 - ``POST /api/load?kind=log|path``: an engine event log or a replay file in the body (at most
   :data:`MAX_UPLOAD_BYTES`), answered with the query that opens it;
-- ``GET /api/choices``: scenarios, variants, each string knob's values, and every knob's control
-  (:func:`knob_control`, read from ``spec/knobs.py``) for the page's menus and its queries.
+- ``GET /api/choices``: scenarios, variants, properties, each string knob's values and every knob's
+  control (:func:`~flightcheck.checks.interactive.design.knobs`, read from ``spec/knobs.py``) for the
+  page's menus, and the legend of its state picture.
 
 A bad input is a 4xx with ``{"error": "..."}`` naming what is wrong (400 a bad parameter or file, 404 an
 unknown route or log, 413 an upload too large); the app keeps serving.
@@ -33,12 +37,13 @@ from starlette.routing import Route
 
 from flightcheck.checks.inputs import InputError
 from flightcheck.checks.interactive.design import (
-    OPTIONS, BadQuery, Design, LoadedLog, UnknownLog, design_from_query,
+    OPTIONS, BadQuery, Design, LoadedLog, UnknownLog, design_from_query, knobs,
 )
-from flightcheck.checks.interactive.loading import compare, counterexample, engine_log, replay_file
-from flightcheck.checks.interactive.view import parse_path, replay, state_view
-from flightcheck.spec.knobs import KNOBS, Knob
+from flightcheck.checks.interactive.loading import compare, counterexample, engine_log, replay_file, violations
+from flightcheck.checks.interactive.view import legend, parse_path, replay, state_view
+from flightcheck.spec.knobs import KNOBS
 from flightcheck.spec.scenario import SCALE_SCENARIOS, SCENARIOS
+from flightcheck.spec.properties import PROPERTIES
 from flightcheck.spec.variants import VARIANTS
 
 #: The largest log or path file the page may upload.
@@ -58,8 +63,9 @@ class ExplorerApp:
         self.home = dict(home or {})  # the query the bare URL opens (empty: the initial state of burst2)
         for log in logs:
             self.remember(log)
-        routes = [Route("/", self.page), Route("/favicon.ico", self.favicon), Route("/api/state", self.state), Route("/api/choices", self.choices),
-                  Route("/api/counterexample", self.counterexample), Route("/api/compare", self.compare),
+        routes = [Route("/", self.page), Route("/favicon.ico", self.favicon), Route("/page.js", self.script), Route("/api/state", self.state), Route("/api/choices", self.choices),
+                  Route("/api/counterexample", self.counterexample), Route("/api/violations", self.violations),
+                  Route("/api/compare", self.compare),
                   Route("/api/load", self.load, methods=["POST"])]
         self.app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error, 404: _http_error})
 
@@ -79,16 +85,21 @@ class ExplorerApp:
             return RedirectResponse("/?" + urlencode(self.home), status_code=307)
         return HTMLResponse(resources.files(__package__).joinpath("page.html").read_text(encoding="utf-8"))
 
+    async def script(self, request: Request) -> Response:
+        return Response(resources.files(__package__).joinpath("page.js").read_text(encoding="utf-8"),
+                        media_type="text/javascript")
+
     async def favicon(self, request: Request) -> Response:
         return Response(FAVICON, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
 
     async def choices(self, request: Request) -> Response:
         return JSONResponse({
             "scenarios": list(SCENARIOS) + list(SCALE_SCENARIOS),
-            "variants": [{"name": v.name, "violates": v.expected_violation, "story": v.story}
-                         for v in VARIANTS.values()],
+            "variants": [{"name": v.name, "violates": v.expected_violation, "story": v.story, "demo": v.demo,
+                          "demo_policy": dict(v.demo_policy)} for v in VARIANTS.values()],
+            "properties": [{"name": p.name, "kind": p.kind, "story": p.story} for p in PROPERTIES],
             **{k.name: list(k.choices) for k in KNOBS if k.kind is str},
-            "knobs": [knob_control(k) for k in KNOBS], "options": list(OPTIONS),
+            "options": list(OPTIONS), "knobs": knobs(), "legend": legend(),
         })
 
     async def state(self, request: Request) -> Response:
@@ -116,9 +127,19 @@ class ExplorerApp:
     def _counterexample(self, request: Request) -> dict[str, Any]:
         design = self._design(request)
         found = counterexample(design, request.query_params.get("property") or None)
-        query = {**design.query(), "path": ",".join(found["path"]), "at": str(found["mark"]),
-                 "mark": str(found["mark"]), "property": found["property"]}
-        return {"query": query, "note": found["note"]}
+        return {"query": _opening(design, found), "note": found["note"]}
+
+    async def violations(self, request: Request) -> Response:
+        return await _guarded(self._violations, request)
+
+    def _violations(self, request: Request) -> dict[str, Any]:
+        design = self._design(request)
+        found = []
+        for v in violations(design):
+            query = None if v["path"] is None else _opening(design, v)
+            found.append({"property": v["property"], "kind": v["kind"], "story": v["story"], "note": v["note"],
+                          "length": None if v["path"] is None else len(v["path"]), "query": query})
+        return {"title": design.title(), "violations": found}
 
     async def compare(self, request: Request) -> Response:
         return await _guarded(self._compare, request)
@@ -162,20 +183,6 @@ class ExplorerApp:
         return _error(400, f"kind must be log (an engine event log) or path (a replay file); got {kind!r}"[:300])
 
 
-def knob_control(knob: Knob) -> dict[str, Any]:
-    """How the page shows a knob of the design, read from its declaration: its query parameter, kind
-    (``choice``, ``int`` or ``bool``), choices or lowest value, default and help.
-
-    For example::
-
-        >>> knob_control(KNOBS[0])["kind"], knob_control(KNOBS[0])["default"]
-        ('choice', 'single-flight')
-    """
-    kind = {str: "choice", int: "int", bool: "bool"}[knob.kind]
-    return {"name": knob.name, "kind": kind, "choices": list(knob.choices), "low": knob.low if knob.kind is int else None,
-            "default": knob.default, "help": knob.help}
-
-
 async def _guarded(fn: Any, request: Request) -> Response:
     # On a worker thread: a counterexample search may take seconds, and the page stays live meanwhile.
     try:
@@ -184,6 +191,12 @@ async def _guarded(fn: Any, request: Request) -> Response:
         return _error(404, str(error))
     except (BadQuery, InputError) as error:
         return _error(400, str(error))
+
+
+def _opening(design: Design, found: dict[str, Any]) -> dict[str, str]:
+    # The query that opens a found counterexample at the step where its property breaks.
+    return {**design.query(), "path": ",".join(found["path"]), "at": str(found["mark"]),
+            "mark": str(found["mark"]), "property": found["property"]}
 
 
 def _int(q: Any, name: str) -> int | None:

@@ -39,6 +39,27 @@ OPTIONS = ("aborts", "notifications", "eviction")
 POLICY_FIELDS = tuple(f.name for f in dataclasses.fields(Policy))
 
 
+def knobs() -> list[dict[str, Any]]:
+    """Every knob a design has, as the page's controls: each knob of :data:`~flightcheck.spec.knobs.KNOBS`
+    (its query parameter, kind -- ``choice``, ``int`` or ``bool`` --, choices or lowest value, default and
+    help, read from its declaration), then the environment's :data:`OPTIONS` (on/off). A knob added to the
+    table becomes a control with no change here.
+
+    For example::
+
+        >>> [(k["name"], k["kind"]) for k in knobs()][:4]
+        [('coordination', 'choice'), ('release', 'choice'), ('publication', 'choice'), ('capacity', 'int')]
+        >>> knobs()[0]["choices"], knobs()[0]["default"]
+        (['single-flight', 'prefix', 'none'], 'single-flight')
+    """
+    from flightcheck.spec.knobs import KNOBS
+
+    out = [{"name": k.name, "kind": {str: "choice", int: "int", bool: "bool"}[k.kind], "choices": list(k.choices),
+            "low": k.low if k.kind is int else None, "default": k.default, "help": k.help, "policy": True}
+           for k in KNOBS]
+    return out + [{"name": name, "kind": "bool", "policy": False} for name in OPTIONS]
+
+
 class BadQuery(ValueError):
     """A query the explorer cannot read: it names the parameter and what is wrong (an HTTP 400)."""
 

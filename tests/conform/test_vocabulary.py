@@ -3,6 +3,7 @@ refusal the spec can make is explained in specific words."""
 
 import pytest
 
+from flightcheck.checks.conform import explain
 from flightcheck.checks.conform.explain import explain_guard
 from flightcheck.checks.explore.explorer import explore
 from flightcheck.impl.events import ACTIONS
@@ -22,7 +23,9 @@ LARGEST = ("doc3-expire", "doc3-abort", "burst4-abort")
 
 
 @pytest.mark.parametrize("name", sorted(n for n in SCENARIOS if SLOW or n not in LARGEST))
-def test_every_disabled_action_of_every_explored_state_gets_a_specific_explanation(name):
+def test_every_disabled_action_of_every_explored_state_gets_a_specific_explanation(name, monkeypatch):
+    # the correct design's words cover every guard: the false-conjunct words (a variant's fallback) never answer
+    monkeypatch.setattr(explain, "guard_words", lambda *args: ["guard false"])
     seen = set()
     for release in RELEASES:
         for publication in PUBLICATIONS:

@@ -16,6 +16,7 @@ from flightcheck.checks.interactive.serve import ExplorerServer
 from flightcheck.impl.config import EngineConfig
 from flightcheck.impl.engine import Engine
 from flightcheck.impl.sampling import SamplingParams
+from flightcheck.spec.properties import PROPERTIES
 from flightcheck.spec.scenario import SCENARIOS
 
 PROMPT = [3, 1, 4, 1, 5, 9, 2, 6] * 5  # 40 tokens: two shareable pages and a tail
@@ -85,6 +86,26 @@ def test_the_variant_counterexample_marks_the_step_where_its_property_breaks(ser
     assert found["query"]["path"] == "arrive(0),arrive(1),abort(0)" and "no engine step is enabled" in found["note"]
 
 
+def test_every_violated_property_is_listed_with_its_shortest_counterexample(server):
+    # early-release breaks its own property and, two steps later, the harm: a page prefilled twice
+    status, found = get(server, "/api/violations", variant="early-release")
+    assert status == 200
+    listed = {v["property"]: v for v in found["violations"]}
+    assert set(listed) == {"release_after_publication", "single_prefill"}
+    assert listed["release_after_publication"]["query"]["path"] == ",".join(EARLY)
+    harm = listed["single_prefill"]["query"]
+    assert harm["property"] == "single_prefill" and harm["at"] == harm["mark"] == str(listed["single_prefill"]["length"])
+    status, v = get(server, "/api/state", **harm)  # each query opens the state where its property breaks
+    assert status == 200 and "single_prefill" in v["violated"]
+    # the property picker's choice: the same counterexample through the button's route
+    status, picked = get(server, "/api/counterexample", variant="early-release", property="single_prefill")
+    assert picked["query"] == harm
+    # the correct design breaks nothing; the picker offers every named property of the spec
+    assert get(server, "/api/violations")[1]["violations"] == []
+    names = [p["name"] for p in get(server, "/api/choices")[1]["properties"]]
+    assert names == [p.name for p in PROPERTIES]
+
+
 def test_compare_names_the_first_step_where_the_release_points_differ(server):
     path = ["arrive(0)", "arrive(1)", "admit(0)", "prefill(0)", "publish(0)", "prefill(0)", "publish(0)",
             "prefill(0)", "release(0)"]
@@ -92,6 +113,19 @@ def test_compare_names_the_first_step_where_the_release_points_differ(server):
     assert status == 200 and (c["this"], c["other"]) == ("after-prefill", "on-completion")
     assert c["first_difference"] == 9 and c["steps"][8]["other"] == "(not enabled)"
     assert c["other_query"] == {"release": "on-completion"} and c["other_path"] == path[:8]
+
+
+def test_compare_takes_any_knob_and_names_a_bad_one(server):
+    path = "arrive(0),arrive(1),abort(0)"
+    status, c = get(server, "/api/compare", scenario="burst2-abort", path=path, field="leader_loss")
+    assert status == 200 and (c["this"], c["other"]) == ("release-all", "promote")
+    assert c["other_query"] == {"scenario": "burst2-abort", "leader_loss": "promote"}
+    status, c = get(server, "/api/compare", path="arrive(0)", field="aborts")  # an environment option
+    assert status == 200 and (c["this"], c["other"]) == ("off", "on") and c["other_query"] == {"aborts": "1"}
+    status, c = get(server, "/api/compare", path="arrive(0)", field="capacity")
+    assert (c["this"], c["other"], c["first_difference"]) == ("2", "3", None)
+    status, body = get(server, "/api/compare", path="arrive(0)", field="colour")
+    assert status == 400 and body["error"].startswith("compare takes a knob (coordination, release, publication")
 
 
 def test_a_design_survives_its_own_url():
@@ -225,3 +259,31 @@ def test_the_bare_url_of_an_app_started_on_a_design_opens_that_design(server):
         status, location = _get_page(started.url + "/")
         assert status == 307 and dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query)) == home
         assert _get_page(started.url + "/?variant=correct") == (200, None)  # any other URL opens as it says
+
+
+def test_the_legend_covers_every_word_the_state_picture_can_show(server):
+    # read from the spec's constants: every phase, page state and ghost slot, and every field of a request
+    # that describe() writes on the states of a scenario with flights, pins, hits and aborts
+    from flightcheck.checks.explore.explorer import explore
+    from flightcheck.spec.model import FlightSpec
+    from flightcheck.spec.state import PAGE_NAMES, PHASE_NAMES, Layout
+    legend = get(server, "/api/choices")[1]["legend"]
+    names = {key: [row["name"] for row in rows] for key, rows in legend.items()}
+    assert names["phases"] == list(PHASE_NAMES) and names["pages"] == list(PAGE_NAMES)
+    assert names["ghosts"] == Layout(SCENARIOS["burst2"]).fields_of("scalar")
+    assert all(row["meaning"] for rows in legend.values() for row in rows)
+    spec = FlightSpec(SCENARIOS["burst3-abort"])
+    shown = set()
+    for state in explore(spec).graph:
+        d = spec.describe(state)
+        shown |= {k for r in d["requests"].values() for k in r} | {f"flight:{v}" for v in d["flights"].values()}
+    assert {k for k in shown if not k.startswith("flight:")} <= set(names["fields"])
+    assert {k.removeprefix("flight:") for k in shown if k.startswith("flight:")} <= set(names["flights"])
+
+
+def test_the_page_s_script_is_served_beside_it(server):
+    with urllib.request.urlopen(server.url + "/", timeout=60) as response:
+        assert b'<script src="/page.js"></script>' in response.read()
+    with urllib.request.urlopen(server.url + "/page.js", timeout=60) as response:
+        assert response.status == 200 and response.headers["content-type"].startswith("text/javascript")
+        assert b"async function setup()" in response.read()

@@ -15,10 +15,13 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from flightcheck.checks.interactive.app import ExplorerApp
+from flightcheck.checks.interactive.design import knobs
 from flightcheck.checks.interactive.serve import ExplorerServer
+from flightcheck.spec.properties import PROPERTIES
+from flightcheck.spec.variants import VARIANTS
 
 from tests.interactive.test_explorer_api import engine_log
 
@@ -58,6 +61,11 @@ def _wait_for(drv, at: int) -> None:
     """Until the page shows step ``at`` (the current breadcrumb) with no request in flight."""
     WebDriverWait(drv, WAIT).until(
         lambda d: d.find_elements(By.CSS_SELECTOR, f"#crumbs .crumb.current[data-n='{at}']"))
+
+
+def _script_errors(drv) -> list:
+    """The console's errors since the last call, less the network's (a 4xx answer is logged as one)."""
+    return [e for e in drv.get_log("browser") if e["level"] == "SEVERE" and e.get("source") != "network"]
 
 
 def _property(drv, name: str) -> str:
@@ -168,24 +176,163 @@ def test_the_bare_url_opens_the_variant_and_an_error_page_disables_what_cannot_w
     assert browser.find_element(By.ID, "enabled").text == ""
 
 
-def test_every_knob_has_a_control_from_its_declaration(browser, explorer_url):
-    """The header's knob controls come from spec/knobs.py (through /api/choices): one per knob besides the
-    release and publication menus, blank for the design's own value; a value chosen there opens the design."""
-    from selenium.webdriver.support.ui import Select
+def test_the_property_picker_and_the_list_of_violated_properties(browser):
+    with ExplorerServer(ExplorerApp()) as server:
+        # choosing a variant in its menu opens it on its own policy (early-release: on-completion publication)
+        browser.get(server.url + "/")
+        _wait_for(browser, 0)
+        Select(browser.find_element(By.ID, "variant")).select_by_visible_text("early-release")
+        WebDriverWait(browser, WAIT).until(lambda d: "variant early-release" in d.find_element(By.ID, "title").text)
+        assert Select(browser.find_element(By.ID, "publication")).first_selected_option.text == "on-completion"
+        # every violated property is listed, each a link to its shortest counterexample
+        WebDriverWait(browser, WAIT).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#violations li[data-property] a"))
+        listed = [li.get_attribute("data-property") for li in browser.find_elements(By.CSS_SELECTOR, "#violations li")]
+        assert listed == ["single_prefill", "release_after_publication"]
+        browser.find_element(By.CSS_SELECTOR, "#violations li[data-property='release_after_publication'] a").click()
+        _wait_for(browser, 6)
+        assert _property(browser, "release_after_publication") == "VIOLATED"
+        # the picker names the property whose counterexample the button finds: the harm, a page prefilled twice
+        Select(browser.find_element(By.ID, "property")).select_by_visible_text("single_prefill")
+        browser.find_element(By.ID, "cx-button").click()
+        _wait_for(browser, 9)
+        assert _property(browser, "single_prefill") == "VIOLATED"
+        note = browser.find_element(By.ID, "note").text
+        assert "single_prefill breaks at step 9" in note
+        # the harm where it happens: the step that computes a page a second time, and what the property asks
+        assert "Step 9, prefill(1): r1: done=1; PAGE PREFILLED TWICE." in note
+        assert "single_prefill: With single-flight, no shareable page is prefilled while a copy is cached" in note
+        assert Select(browser.find_element(By.ID, "property")).first_selected_option.text == "single_prefill"
 
-    from flightcheck.spec.knobs import KNOBS
 
-    parts = urlparse(explorer_url)
-    browser.get(f"{parts.scheme}://{parts.netloc}/?scenario=burst2-abort")
-    _wait_for(browser, 0)
-    ids = {e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR, "#knobs select, #knobs input")}
-    assert ids == {f"knob-{k.name}" for k in KNOBS if k.name not in ("release", "publication")}
-    assert Select(browser.find_element(By.ID, "knob-leader_loss")).first_selected_option.text == "(own)"
-    Select(browser.find_element(By.ID, "knob-leader_loss")).select_by_value("promote")
-    browser.find_element(By.ID, "knob-capacity").send_keys("1")
-    browser.find_element(By.ID, "open").click()
-    WebDriverWait(browser, WAIT).until(lambda d: "promote" in d.find_element(By.ID, "title").text)
-    query = parse_qs(urlparse(browser.current_url).query)
-    assert query["leader_loss"] == ["promote"] and query["capacity"] == ["1"], query
-    assert "cap=1" in browser.find_element(By.ID, "title").text
-    assert browser.find_element(By.ID, "knob-capacity").get_attribute("value") == "1"
+def test_a_disabled_action_names_the_false_conjunct_of_its_guard_and_a_reason_shows_once(browser):
+    with ExplorerServer(ExplorerApp()) as server:
+        # stranded-followers' counterexample: the one action the learner needs explained is release(0)
+        browser.get(server.url + "/?variant=stranded-followers&path=arrive(0),arrive(1),abort(0)&at=3")
+        _wait_for(browser, 3)
+        text = browser.find_element(By.ID, "disabled").text
+        assert "guard false" not in text
+        release = browser.find_element(By.CSS_SELECTOR, "#disabled li[data-action='release(0)']")
+        assert "reached is false" in release.text and "r0 is aborted" in release.text
+        assert [c.text for c in release.find_elements(By.CSS_SELECTOR, ".guard code")] == ["release_guard: reached"]
+        # the pending flight's reason is shown once, for every action it holds back, naming calm
+        pending = [li for li in browser.find_elements(By.CSS_SELECTOR, "#disabled li")
+                   if "the engine releases or hands on its flight" in li.text]
+        assert len(pending) == 1 and text.count("the engine releases or hands on its flight") == 1
+        assert len(pending[0].get_attribute("data-actions").split()) == 17
+        assert [c.text for c in pending[0].find_elements(By.CSS_SELECTOR, ".guard code")] == ["self.calm(s)"]
+
+
+_LAYOUT = """
+const boxes = (sel) => [...document.querySelectorAll(sel)].map((e) => [e.id || e.tagName, e.getBoundingClientRect()]);
+const overlaps = [];
+for (const sel of ["header > *", "#tools > *", "#knobs > *", "nav > *", "main > section"]) {
+  const b = boxes(sel);
+  for (let i = 0; i < b.length; i++) for (let j = i + 1; j < b.length; j++) {
+    const [p, q] = [b[i][1], b[j][1]];
+    if (p.left < q.right - 1 && q.left < p.right - 1 && p.top < q.bottom - 1 && q.top < p.bottom - 1)
+      overlaps.push(`${sel}: ${b[i][0]} / ${b[j][0]}`);
+  }
+}
+const outside = [...document.querySelectorAll("header > *, #tools > *, #knobs > *, main > section, main table")]
+  .filter((e) => e.getBoundingClientRect().right > innerWidth + 1).map((e) => e.id || e.tagName);
+const clipped = [...document.querySelectorAll("main > section")].filter((e) => e.scrollWidth > e.clientWidth + 1)
+  .map((e) => e.querySelector("h2") ? e.querySelector("h2").textContent : e.className);
+return {scroll: document.documentElement.scrollWidth, inner: innerWidth, overlaps, outside, clipped};
+"""
+
+
+@pytest.mark.parametrize("width", [700, 1920])
+def test_the_layout_holds_from_700_to_1920_pixels(browser, width, tmp_path):
+    with ExplorerServer(ExplorerApp()) as server:
+        browser.set_window_size(width, 1400)
+        try:
+            # a wide state: three requests with flights, pins and pages, a long path, every list filled
+            browser.get(server.url + "/?scenario=doc3-abort&variant=waiter-pins-unpublished")
+            WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#violations li[data-property] a"))
+            browser.find_element(By.CSS_SELECTOR, "#violations li[data-property='in_use_never_evicted'] a").click()
+            _wait_for(browser, 4)
+            browser.find_element(By.ID, "compare-release").click()
+            WebDriverWait(browser, WAIT).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#compare tr"))
+            browser.save_screenshot(str(tmp_path / f"explorer-{width}.png"))
+            layout = browser.execute_script(_LAYOUT)
+            assert layout["inner"] <= width and layout["scroll"] <= layout["inner"], layout
+            assert layout["overlaps"] == [] and layout["outside"] == [] and layout["clipped"] == [], layout
+            assert "blocked" in browser.find_element(By.CSS_SELECTOR, "#legend dl[data-legend='phases']").text
+        finally:
+            browser.set_window_size(1400, 1800)
+
+
+def test_every_variant_of_the_design_history_opens_with_its_counterexample(browser):
+    # The done-when of issue 46, from the menus: each mistaken design's counterexample, its property named at
+    # the marked step, no "guard false" anywhere, and no script error in the console.
+    with ExplorerServer(ExplorerApp()) as server:
+        browser.get(server.url + "/")
+        _wait_for(browser, 0)
+        browser.get_log("browser")  # drop what came before
+        history = browser.find_elements(By.CSS_SELECTOR, "#variants li")
+        assert [li.get_attribute("data-variant") for li in history] == list(VARIANTS)
+        for name, variant in VARIANTS.items():
+            if variant.expected_violation is None:
+                continue
+            browser.find_element(By.CSS_SELECTOR, f"#variants button.cx-variant[data-variant='{name}']").click()
+            WebDriverWait(browser, 60).until(
+                lambda d: f"variant {name}" in d.find_element(By.ID, "title").text
+                and d.find_elements(By.CSS_SELECTOR, "#crumbs .crumb.marked"))
+            note = browser.find_element(By.ID, "note").text
+            assert f"{variant.expected_violation} breaks at step" in note, (name, note)
+            assert "guard false" not in browser.find_element(By.TAG_NAME, "body").text, name
+            assert not browser.find_element(By.ID, "error").is_displayed(), name
+            # the properties table agrees with the note, for a property of whole runs too (no "about whole runs")
+            kind = next(p.kind for p in PROPERTIES if p.name == variant.expected_violation)
+            assert _property(browser, variant.expected_violation) == \
+                ("VIOLATED" if kind == "always" else "VIOLATED by this run"), name
+        # "open" starts a variant at its own initial state
+        browser.find_element(By.CSS_SELECTOR, "#variants button.open-variant[data-variant='draining']").click()
+        WebDriverWait(browser, WAIT).until(lambda d: "variant draining" in d.find_element(By.ID, "title").text)
+        _wait_for(browser, 0)
+        assert "scenario burst2-abort" in browser.find_element(By.ID, "title").text
+        assert _script_errors(browser) == []
+
+
+_TURN = """
+const [name, kind] = arguments;
+const el = document.getElementById("knob-" + name) || document.getElementById(name);
+if (kind === "bool") el.checked = !el.checked;
+else if (kind === "int") el.value = String(Number(el.value) + 1);
+else el.selectedIndex = (el.selectedIndex + 1) % el.options.length;
+el.dispatchEvent(new Event("change"));
+return kind === "bool" ? (el.checked ? "1" : "0") : el.value;
+"""
+
+
+def test_every_knob_is_a_control_and_compare_takes_any_of_them(browser):
+    with ExplorerServer(ExplorerApp()) as server:
+        browser.get(server.url + "/?scenario=doc3-abort")
+        _wait_for(browser, 0)
+        browser.get_log("browser")
+        opened = []
+        for knob in knobs():
+            before = browser.current_url
+            value = browser.execute_script(_TURN, knob["name"], knob["kind"])
+            WebDriverWait(browser, WAIT).until(lambda d: d.current_url != before)
+            WebDriverWait(browser, WAIT).until(  # the page has drawn the new URL: its state, or its error
+                lambda d: d.execute_script("return document.body.dataset.shown === location.search"))
+            query = parse_qs(urlparse(browser.current_url).query)
+            if browser.find_element(By.ID, "error").is_displayed():  # a combination the spec refuses, said so
+                assert knob["name"] in browser.find_element(By.ID, "error").text or "not a" in browser.find_element(By.ID, "error").text
+                browser.get(server.url + "/?scenario=doc3-abort")
+                _wait_for(browser, 0)
+                continue
+            assert query[knob["name"]] == [value], (knob, query)
+            opened.append(knob["name"])
+            browser.get(server.url + "/?scenario=doc3-abort")
+            _wait_for(browser, 0)
+        # every knob but prefix caching (off needs coordination none) opens its design from its control
+        assert opened == [k["name"] for k in knobs() if k["name"] != "prefix_caching"]
+        # compare under any knob: capacity 2 against 3 on a path where the third request is admitted at once
+        browser.get(server.url + "/?scenario=doc3-abort&path=arrive(0),arrive(1),arrive(2),admit(0)&at=4")
+        _wait_for(browser, 4)
+        Select(browser.find_element(By.ID, "compare-field")).select_by_visible_text("capacity")
+        browser.find_element(By.ID, "compare-knob").click()
+        WebDriverWait(browser, WAIT).until(lambda d: "capacity: this design 2, the other 3" in d.find_element(By.ID, "compare-words").text)
+        assert _script_errors(browser) == []
