@@ -158,10 +158,24 @@ class DerivedFacts:
             return True
         return Or(s.ph[f] == FINISHED, Not(Or(*self.waiting_followers(s, f))))
 
-    def duplicates_excused(self, s: View) -> Any:
-        """Runs in which a duplicated prefill is by design: a follower's wait expired, or (release-all) a
-        request was lost, so released followers compute what their lost leader had not published."""
-        n = self.num_requests
-        lost = [self.is_lost(s, j) for j in range(n)] if self.policy.leader_loss == "release-all" else []
-        return Or(*[s.exp[j] == 1 for j in range(n)], *lost)
+    def excuses(self, s: View, j: int) -> Any:
+        """Request ``j`` makes a duplicated prefill of the pages it is coordinated on a duplicate by design:
+        its wait expired (it computes what its leader has not), or (release-all) it was lost, so the
+        followers released from its flight compute what it had not published. Both are kept after ``j``
+        terminates: the copies it caused may still be computed or cached."""
+        if self.policy.leader_loss == "release-all":
+            return Or(s.exp[j] == 1, self.is_lost(s, j))
+        return s.exp[j] == 1
 
+    def duplicate_excused(self, s: View, i: int, p: int, k: int) -> Any:
+        """``i`` computing page ``p`` (slot ``k``) of its prompt while a copy exists is by design: ``i`` or
+        a request coordinated with ``i`` on that page (its own prompt, or one sharing the page under prefix
+        coordination) excuses it (:meth:`excuses`). A wait expired or a leader lost elsewhere excuses
+        nothing here: the scope of ``single_prefill``'s exception is the requests and pages concerned."""
+        peers, _ = self._copy_holders(i, p, k)
+        return Or(s.exp[i] == 1, *[self.excuses(s, j) for j in peers])
+
+    def duplicates_excused(self, s: View) -> Any:
+        """Some request excuses a duplicate somewhere (:meth:`excuses`): the runs ``single_prefill``'s
+        lemmas do not speak of strictly."""
+        return Or(*[self.excuses(s, j) for j in range(self.num_requests)])

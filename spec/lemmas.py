@@ -223,9 +223,11 @@ def uncoordinated_has_no_flights(spec: FlightSpec, s: View) -> Any:
                *[s.idx[c] == 0 for c in range(len(spec.layout.classes))])
 
 
-def _strict(spec: FlightSpec, s: View) -> Any:
-    """The runs single_prefill speaks of strictly: no duplicate is excused by design."""
-    return Not(spec.duplicates_excused(s))
+def _strict(spec: FlightSpec, s: View, c: int) -> Any:
+    """The runs single_prefill speaks of strictly for prompt class ``c``: no request of that class excuses a
+    duplicate (spec/derived.py's ``excuses``; these lemmas are for exact single-flight, where a duplicate of
+    a class's page is excused only by its own class)."""
+    return Not(Or(*[spec.excuses(s, j) for j in _per_request(spec) if spec.cls(j) == c]))
 
 
 def _all_cached(spec: FlightSpec, s: View, c: int) -> Any:
@@ -250,15 +252,15 @@ def is_busy(spec: FlightSpec, s: View, j: int) -> Any:
     )
 
 
-@lemma("Single-flight, strict runs: at most one request per input is busy computing or holding unpublished shareable pages.", on_trees=False)
+@lemma("Single-flight, strict runs of an input: at most one request per input is busy computing or holding unpublished shareable pages.", on_trees=False)
 def one_busy_per_input(spec: FlightSpec, s: View) -> Any:
     if not spec.policy.single_flight:
         return True
     conds = []
     for c in range(len(spec.layout.classes)):
         mine = [j for j in _per_request(spec) if spec.cls(j) == c]
-        conds.append(Sum(If(is_busy(spec, s, j), 1, 0) for j in mine) <= 1)
-    return Implies(_strict(spec, s), And(*conds))
+        conds.append(Implies(_strict(spec, s, c), Sum(If(is_busy(spec, s, j), 1, 0) for j in mine) <= 1))
+    return And(*conds)
 
 
 @lemma("Single-flight, strict runs: the next page a prefilling request computes is not cached.", on_trees=False)
@@ -268,8 +270,9 @@ def next_page_uncached(spec: FlightSpec, s: View) -> Any:
     conds = []
     for i in _per_request(spec):
         for p, k in enumerate(spec.pages_of(i)):
-            conds.append(Implies(And(s.ph[i] == PREFILL, s.done[i] == p), s.pg[k] == NOT_CACHED))
-    return Implies(_strict(spec, s), And(*conds))
+            conds.append(Implies(And(_strict(spec, s, spec.cls(i)), s.ph[i] == PREFILL, s.done[i] == p),
+                                 s.pg[k] == NOT_CACHED))
+    return And(*conds)
 
 
 @lemma("Single-flight, strict runs: a released request holds every shareable page of its input (a follower pins "
@@ -277,9 +280,10 @@ def next_page_uncached(spec: FlightSpec, s: View) -> Any:
 def released_hold_all(spec: FlightSpec, s: View) -> Any:
     if not spec.policy.single_flight:
         return True
-    conds = [Implies(And(is_released(spec, s, j), s.ph[j] >= WAITING, s.ph[j] <= DECODE), s.pubd[j] == spec.shareable(j))
+    conds = [Implies(And(_strict(spec, s, spec.cls(j)), is_released(spec, s, j), s.ph[j] >= WAITING, s.ph[j] <= DECODE),
+                     s.pubd[j] == spec.shareable(j))
              for j in _per_request(spec)]
-    return Implies(_strict(spec, s), And(*conds))
+    return And(*conds)
 
 
 @lemma("Single-flight: a waiting leader holds pins only after a hand-over; a fresh one holds nothing.", ("correct",))

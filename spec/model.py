@@ -260,12 +260,12 @@ class FlightSpec(FlightEndings, DerivedFacts):
         units = self.scenario.requests[i].num_units
         new_done = s.done[i] + Min(self.policy.chunk, units - s.done[i])
         if self.policy.single_flight:
-            redundant = Or(*[
-                And(s.done[i] <= p, p < new_done, self.page_held_elsewhere(s, i, p, k))
+            duplicated = Or(*[
+                And(s.done[i] <= p, p < new_done, self.page_held_elsewhere(s, i, p, k),
+                    Not(self.duplicate_excused(s, i, p, k)))
                 for p, k in enumerate(self.pages_of(i))
             ])
-            excused = Or(s.exp[i] == 1, self.duplicates_excused(s))
-            e.set("g_dup", If(And(redundant, Not(excused)), 1, s.g_dup))
+            e.set("g_dup", If(duplicated, 1, s.g_dup))
         e.done[i] = new_done
         e.ph[i] = If(new_done == units, DECODE, PREFILL)
         self.prefill_extra(s, e, i, new_done)

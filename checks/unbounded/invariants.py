@@ -379,15 +379,19 @@ def is_busy(m: Any, s: Any, j: Any) -> Any:
     )
 
 
-def _strict(m: Any, s: Any) -> Any:
-    return Not(m.duplicates_excused(s))
+def _strict(m: Any, s: Any, c: Any, k: Any = None) -> Any:
+    """The runs single_prefill speaks of strictly for class ``c`` (on page ``k``, or on every page): no request
+    coordinated with ``c`` (whose prompt has ``k``) excuses a duplicate (spec/derived.py's ``excuses``)."""
+    sig = m.sig
+    on = (lambda j: True) if k is None else (lambda j: sig.onp(sig.cls(j), k))  # noqa: E731
+    return sig.forall("R", lambda j: Implies(And(on(j), m.coordinated_class(c, sig.cls(j))), Not(m.excuses(s, j))))
 
 
 @_lemma("Single-flight, strict runs: at most one request per input is busy computing or holding unpublished "
         "shareable pages.", _exact)
 def one_busy_per_input(m: Any, s: Any) -> Any:
-    return Implies(_strict(m, s), _all(m, "R", lambda a, b: Implies(
-        And(m.sig.cls(a) == m.sig.cls(b), is_busy(m, s, a), is_busy(m, s, b)), a == b), 2))
+    return _all(m, "R", lambda a, b: Implies(
+        And(m.sig.cls(a) == m.sig.cls(b), _strict(m, s, m.sig.cls(a)), is_busy(m, s, a), is_busy(m, s, b)), a == b), 2)
 
 
 def claims(m: Any, s: Any, j: Any, k: Any) -> Any:
@@ -415,16 +419,17 @@ def claims(m: Any, s: Any, j: Any, k: Any) -> Any:
         _prefix)
 def one_claim_per_page(m: Any, s: Any) -> Any:
     sig = m.sig
-    return Implies(_strict(m, s), sig.forall("P", lambda k: _all(m, "R", lambda a, b: Not(And(
-        a != b, m.coordinated_class(sig.cls(a), sig.cls(b)), claims(m, s, a, k), claims(m, s, b, k))), 2)))
+    return sig.forall("P", lambda k: _all(m, "R", lambda a, b: Not(And(
+        a != b, m.coordinated_class(sig.cls(a), sig.cls(b)), _strict(m, s, sig.cls(a), k),
+        claims(m, s, a, k), claims(m, s, b, k))), 2))
 
 
 @_lemma("New here: in strict runs under prefix coordination, a request that claims a page leads an open flight (or "
         "is the lost leader of a pending one), so a newcomer sharing that page waits via it (or via one sharing more).",
         _prefix)
 def claimants_lead(m: Any, s: Any) -> Any:
-    return Implies(_strict(m, s), _all_rp(m, lambda j, k: Implies(claims(m, s, j, k), And(
-        s.fl(j), Or(s.mem(j, j), m.lost(s, j))))))
+    return _all_rp(m, lambda j, k: Implies(And(_strict(m, s, m.sig.cls(j), k), claims(m, s, j, k)), And(
+        s.fl(j), Or(s.mem(j, j), m.lost(s, j)))))
 
 
 def exclusive(m: Any, i: Any, k: Any) -> Any:
@@ -438,15 +443,17 @@ def exclusive(m: Any, i: Any, k: Any) -> Any:
         "it is not coordinated with has that page too (spec/lemmas.py says the next one; on a prefix-closed cache "
         "that is the same, and this form needs no alternation).", _sf)
 def next_page_uncached(m: Any, s: Any) -> Any:
-    return Implies(_strict(m, s), _all_rp(m, lambda i, k: Implies(
-        And(s.ph(i) == PREFILL, m.on_path(i, k), Not(s.comp(i, k)), exclusive(m, i, k)), s.pg(k) == NOT_CACHED)))
+    return _all_rp(m, lambda i, k: Implies(
+        And(_strict(m, s, m.sig.cls(i), k), s.ph(i) == PREFILL, m.on_path(i, k), Not(s.comp(i, k)), exclusive(m, i, k)),
+        s.pg(k) == NOT_CACHED))
 
 
 @_lemma("Single-flight, strict runs: a released request holds every shareable page of its input, so it never "
         "computes one.", _sf)
 def released_hold_all(m: Any, s: Any) -> Any:
-    return Implies(_strict(m, s), m.sig.forall("R", lambda j: Implies(
-        And(s.rel(j), s.ph(j) >= WAITING, s.ph(j) <= DECODE), m.all_held(s, j))))
+    return _all_rp(m, lambda j, k: Implies(
+        And(_strict(m, s, m.sig.cls(j), k), s.rel(j), s.ph(j) >= WAITING, s.ph(j) <= DECODE, m.on_path(j, k)),
+        s.hold(j, k)))
 
 
 @_lemma("Single-flight: a waiting leader holds pins only after a hand-over; a fresh one holds nothing, except "

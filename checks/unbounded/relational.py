@@ -222,10 +222,21 @@ class RelModel:
             return True
         return Or(s.ph(f) == FINISHED, Not(self.sig.exists("R", lambda j: self.waiting_follower(s, f, j))))
 
+    def excuses(self, s: RelState, j: Any) -> Any:
+        """``j`` makes a duplicate of the pages it is coordinated on one by design: its wait expired, or
+        (release-all) it was lost."""
+        return Or(s.exp(j), And(self.config.leader_loss == "release-all", self.lost(s, j)))
+
+    def duplicate_excused(self, s: RelState, i: Any, k: Any) -> Any:
+        """``i`` computing page ``k`` while a copy exists is by design: ``i`` or a request coordinated with
+        ``i`` whose prompt has ``k`` excuses it (the spec's ``duplicate_excused``)."""
+        sig, ci = self.sig, self.sig.cls(i)
+        return Or(s.exp(i), sig.exists("R", lambda j: And(
+            j != i, sig.onp(sig.cls(j), k), self.coordinated_class(ci, sig.cls(j)), self.excuses(s, j))))
+
     def duplicates_excused(self, s: RelState) -> Any:
-        """A duplicated prefill is by design: some wait expired, or (release-all) some request was lost."""
-        lost = self.config.leader_loss == "release-all"
-        return self.sig.exists("R", lambda j: Or(s.exp(j), And(lost, self.lost(s, j))))
+        """Some request excuses a duplicate somewhere."""
+        return self.sig.exists("R", lambda j: self.excuses(s, j))
 
     def held_elsewhere(self, s: RelState, i: Any, k: Any) -> Any:
         """Page ``k`` of ``i``'s prompt is cached, or another live request coordinated with ``i`` holds a
@@ -339,9 +350,9 @@ class RelModel:
             comp=lambda x, k: Or(s.comp(x, k), And(x == i, nxt(k))),
         )
         if self.config.single_flight:
-            redundant = self.sig.exists("P", lambda k: And(nxt(k), self.held_elsewhere(s, i, k)))
-            excused = Or(s.exp(i), self.duplicates_excused(s))
-            changes["g_dup"] = Or(s.g_dup, And(redundant, Not(excused)))
+            duplicated = self.sig.exists("P", lambda k: And(nxt(k), self.held_elsewhere(s, i, k),
+                                                            Not(self.duplicate_excused(s, i, k))))
+            changes["g_dup"] = Or(s.g_dup, duplicated)
         return self.prefill_extra(s, s.update(**changes), i)
 
     def prefill_extra(self, s: RelState, t: RelState, i: Any) -> RelState:
