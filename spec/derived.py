@@ -167,14 +167,6 @@ class DerivedFacts:
             return Or(s.exp[j] == 1, self.is_lost(s, j))
         return s.exp[j] == 1
 
-    def duplicate_excused(self, s: View, i: int, p: int, k: int) -> Any:
-        """``i`` computing page ``p`` (slot ``k``) of its prompt while a copy exists is by design: ``i`` or
-        a request coordinated with ``i`` on that page (its own prompt, or one sharing the page under prefix
-        coordination) excuses it (:meth:`excuses`). A wait expired or a leader lost elsewhere excuses
-        nothing here: the scope of ``single_prefill``'s exception is the requests and pages concerned."""
-        peers, _ = self._copy_holders(i, p, k)
-        return Or(s.exp[i] == 1, *[self.excuses(s, j) for j in peers])
-
     def duplicates_excused(self, s: View) -> Any:
         """Some request excuses a duplicate somewhere (:meth:`excuses`): the runs ``single_prefill``'s
         lemmas do not speak of strictly."""

@@ -271,6 +271,14 @@ class FlightSpec(FlightEndings, DerivedFacts):
         self.prefill_extra(s, e, i, new_done)
         return e.build()
 
+    def duplicate_excused(self, s: View, i: int, p: int, k: int) -> Any:
+        """``i`` computing page ``p`` (slot ``k``) of its prompt while a copy exists is by design: ``i`` or
+        a request coordinated with ``i`` on that page (its own prompt, or one sharing the page under prefix
+        coordination) excuses it (:meth:`excuses`). A wait expired or a leader lost elsewhere excuses
+        nothing here: the scope of ``single_prefill``'s exception is the requests and pages concerned."""
+        peers, _ = self._copy_holders(i, p, k)
+        return Or(s.exp[i] == 1, *[self.excuses(s, j) for j in peers])
+
     def page_held_elsewhere(self, s: View, i: int, p: int, k: int) -> Any:
         """Page ``p`` of ``i``'s prompt is cached, or another live request that ``i`` is coordinated with
         holds a private copy: one of the same prompt, or (prefix coordination) one whose prompt shares at

@@ -49,8 +49,8 @@ def knobs() -> list[dict[str, Any]]:
 
         >>> [(k["name"], k["kind"]) for k in knobs()][:4]
         [('coordination', 'choice'), ('release', 'choice'), ('publication', 'choice'), ('capacity', 'int')]
-        >>> knobs()[0]["choices"], knobs()[0]["default"]
-        (['single-flight', 'prefix', 'none'], 'single-flight')
+        >>> knobs()[3]["low"], knobs()[3]["default"], knobs()[-1]["policy"]
+        (1, 2, False)
     """
     from flightcheck.spec.knobs import KNOBS
 
